@@ -1,0 +1,13 @@
+# Third-party packages, all from Debian 12 (scripts/install-deps.sh installs them).
+find_package(Threads REQUIRED)
+find_package(Boost 1.81 REQUIRED CONFIG COMPONENTS headers system)
+find_package(spdlog CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing>=2.0)
+if(SLUICE_BUILD_TESTS)
+    find_package(GTest CONFIG REQUIRED)
+endif()
+if(SLUICE_BUILD_BENCH)
+    find_package(benchmark CONFIG REQUIRED)
+endif()

