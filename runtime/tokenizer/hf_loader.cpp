@@ -1,0 +1,211 @@
+// The Hugging Face adapter: tokenizer.json (+ tokenizer_config.json) to the neutral vocabulary description.
+#include "runtime/tokenizer/loaders.hpp"
+
+#include <boost/json.hpp>
+
+namespace sluice::tokenizer {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view llama3_pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view qwen2_pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view gpt_oss_marker = R"([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)";
+constexpr std::string_view deepseek_v3_marker = R"(?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+)";
+
+std::string_view str_or_empty(const json::value* v) {
+    if (v == nullptr || !v->is_string())
+        return {};
+    return v->get_string();
+}
+
+/// Flattens a pre_tokenizer (possibly a Sequence) into its steps.
+void flatten(const json::value& v, std::vector<const json::object*>& steps) {
+    if (!v.is_object())
+        return;
+    const auto& o = v.get_object();
+    if (str_or_empty(o.if_contains("type")) == "Sequence") {
+        if (const auto* list = o.if_contains("pretokenizers"); list && list->is_array()) {
+            for (const auto& item : list->get_array())
+                flatten(item, steps);
+        }
+        return;
+    }
+    steps.push_back(&o);
+}
+
+result<pre_tokenizer_kind> detect_pre_tokenizer(const json::value& pre) {
+    std::vector<const json::object*> steps;
+    flatten(pre, steps);
+    std::vector<std::string_view> splits;
+    bool digits = false;
+    bool byte_level_regex = false;
+    for (const json::object* s : steps) {
+        const std::string_view type = str_or_empty(s->if_contains("type"));
+        if (type == "Split") {
+            const auto* pattern = s->if_contains("pattern");
+            if (pattern && pattern->is_object())
+                splits.push_back(str_or_empty(pattern->get_object().if_contains("Regex")));
+        } else if (type == "Digits") {
+            digits = true;
+        } else if (type == "ByteLevel") {
+            const auto* use = s->if_contains("use_regex");
+            byte_level_regex = use == nullptr || (use->is_bool() && use->get_bool());
+        }
+    }
+    using k = pre_tokenizer_kind;
+    if (splits.size() == 1 && splits[0] == llama3_pattern)
+        return k::llama3;
+    if (splits.size() == 1 && splits[0] == qwen2_pattern)
+        return k::qwen2;
+    if (splits.size() == 1 && splits[0].find(gpt_oss_marker) != std::string_view::npos)
+        return k::gpt_oss;
+    if (splits.size() == 3 && splits[0] == R"(\p{N}{1,3})" &&
+        splits[2].find(deepseek_v3_marker) != std::string_view::npos) {
+        return k::deepseek_v3;
+    }
+    if (splits.empty() && byte_level_regex)
+        return digits ? k::starcoder : k::gpt2;
+    return make_error(std::errc::not_supported,
+                      "pre_tokenizer " + json::serialize(pre).substr(0, 300) + " is not supported");
+}
+
+std::string_view token_content(const json::value* v) {
+    if (v == nullptr)
+        return {};
+    if (v->is_string())
+        return v->get_string();
+    if (v->is_object())
+        return str_or_empty(v->get_object().if_contains("content"));
+    return {};
+}
+
+result<void> read_model(const json::object& model, vocab& v) {
+    if (str_or_empty(model.if_contains("type")) != "BPE") {
+        return make_error(std::errc::not_supported, "only BPE tokenizer.json models are supported");
+    }
+    const auto* vocab_obj = model.if_contains("vocab");
+    if (vocab_obj == nullptr || !vocab_obj->is_object())
+        return make_error(std::errc::bad_message, "model.vocab missing");
+    for (const auto& [text, id] : vocab_obj->get_object()) {
+        if (!id.is_int64() || id.get_int64() < 0 || id.get_int64() > (1 << 30)) {
+            return make_error(std::errc::bad_message, "model.vocab: bad id for '" + std::string(text) + "'");
+        }
+        const auto i = static_cast<std::size_t>(id.get_int64());
+        if (i >= v.tokens.size())
+            v.tokens.resize(i + 1);
+        v.tokens[i] = std::string(text);
+    }
+    if (const auto* merges = model.if_contains("merges"); merges && merges->is_array()) {
+        v.merges.reserve(merges->get_array().size());
+        for (const auto& m : merges->get_array()) {
+            if (m.is_string()) {
+                const std::string_view s = m.get_string();
+                const auto sp = s.find(' ', 1);
+                if (sp == std::string_view::npos)
+                    return make_error(std::errc::bad_message, "model.merges: bad entry");
+                v.merges.emplace_back(std::string(s.substr(0, sp)), std::string(s.substr(sp + 1)));
+            } else if (m.is_array() && m.get_array().size() == 2) {
+                v.merges.emplace_back(std::string(str_or_empty(&m.get_array()[0])),
+                                      std::string(str_or_empty(&m.get_array()[1])));
+            } else {
+                return make_error(std::errc::bad_message, "model.merges: bad entry");
+            }
+        }
+    }
+    const auto* ignore = model.if_contains("ignore_merges");
+    v.ignore_merges = ignore && ignore->is_bool() && ignore->get_bool();
+    return {};
+}
+
+result<void> read_added_tokens(const json::object& root, vocab& v) {
+    v.types.assign(v.tokens.size(), token_type::normal);
+    const auto* added = root.if_contains("added_tokens");
+    if (added == nullptr || !added->is_array())
+        return {};
+    for (const auto& t : added->get_array()) {
+        if (!t.is_object())
+            continue;
+        const auto& o = t.get_object();
+        const auto* id = o.if_contains("id");
+        if (id == nullptr || !id->is_int64() || id->get_int64() < 0 || id->get_int64() > (1 << 30)) {
+            return make_error(std::errc::bad_message, "added_tokens: bad id");
+        }
+        const auto i = static_cast<std::size_t>(id->get_int64());
+        if (i >= v.tokens.size()) {
+            v.tokens.resize(i + 1);
+            v.types.resize(i + 1, token_type::unused);
+        }
+        v.tokens[i] = std::string(str_or_empty(o.if_contains("content")));
+        const auto* special = o.if_contains("special");
+        v.types[i] =
+            special && special->is_bool() && special->get_bool() ? token_type::control : token_type::user_defined;
+    }
+    return {};
+}
+
+void read_config(const json::object& cfg, vocab& v) {
+    auto id_of = [&](std::string_view key) -> std::optional<token_id> {
+        const std::string_view text = token_content(cfg.if_contains(key));
+        if (text.empty())
+            return std::nullopt;
+        for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+            if (v.tokens[i] == text)
+                return static_cast<token_id>(i);
+        }
+        return std::nullopt;
+    };
+    v.bos = id_of("bos_token");
+    v.eos = id_of("eos_token");
+    v.pad = id_of("pad_token");
+    v.unk = id_of("unk_token");
+    if (const auto* b = cfg.if_contains("add_bos_token"); b && b->is_bool())
+        v.add_bos = b->get_bool();
+    if (const auto* e = cfg.if_contains("add_eos_token"); e && e->is_bool())
+        v.add_eos = e->get_bool();
+    const auto* t = cfg.if_contains("chat_template");
+    if (t && t->is_string())
+        v.chat_template = std::string(t->get_string());
+    if (t && t->is_array()) { // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+        for (const auto& item : t->get_array()) {
+            if (item.is_object() && str_or_empty(item.get_object().if_contains("name")) == "default") {
+                v.chat_template = std::string(str_or_empty(item.get_object().if_contains("template")));
+            }
+        }
+    }
+}
+
+} // namespace
+
+result<vocab> vocab_from_hf_json(std::string_view tokenizer_json, std::string_view config_json) {
+    boost::system::error_code ec;
+    const json::value root = json::parse(tokenizer_json, ec);
+    if (ec || !root.is_object())
+        return make_error(std::errc::bad_message, "tokenizer.json: " + ec.message());
+    const auto& obj = root.get_object();
+    vocab v;
+    v.model = model_kind::bpe;
+    const auto* model = obj.if_contains("model");
+    if (model == nullptr || !model->is_object())
+        return make_error(std::errc::bad_message, "tokenizer.json: no model");
+    if (auto r = read_model(model->get_object(), v); !r)
+        return r.error().with_context("tokenizer.json");
+    if (auto r = read_added_tokens(obj, v); !r)
+        return r.error().with_context("tokenizer.json");
+    const auto* pre = obj.if_contains("pre_tokenizer");
+    auto kind = detect_pre_tokenizer(pre ? *pre : json::value());
+    if (!kind)
+        return kind.error().with_context("tokenizer.json");
+    v.pre = *kind;
+    if (!config_json.empty()) {
+        const json::value cfg = json::parse(config_json, ec);
+        if (ec || !cfg.is_object())
+            return make_error(std::errc::bad_message, "tokenizer_config.json: " + ec.message());
+        read_config(cfg.get_object(), v);
+    }
+    return v;
+}
+
+} // namespace sluice::tokenizer

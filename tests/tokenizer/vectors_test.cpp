@@ -1,0 +1,184 @@
+// Checks the tokenizers against llama.cpp's tokenizer test vectors (produced by the Hugging Face
+// tokenizers): every fixtures/vocab/*.gguf, and the qwen2 / llama-bpe vectors with the npm tokenizer.json.
+#include "runtime/gguf/metadata.hpp"
+#include "runtime/tokenizer/loaders.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace tk = sluice::tokenizer;
+const std::filesystem::path vocab_dir = std::filesystem::path(SLUICE_SHARED_DIR) / "fixtures" / "vocab";
+const std::filesystem::path npm_cache = SLUICE_NPM_CACHE;
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<std::string> read_texts(const std::filesystem::path& p) {
+    const std::string all = slurp(p);
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (std::size_t at; (at = all.find(sep, start)) != std::string::npos; start = at + sep.size()) {
+        out.push_back(all.substr(start, at - start));
+    }
+    return out;
+}
+
+std::vector<std::vector<tk::token_id>> read_ids(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::vector<std::vector<tk::token_id>> out;
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream ls(line);
+        std::vector<tk::token_id> ids;
+        for (tk::token_id id; ls >> id;)
+            ids.push_back(id);
+        out.push_back(std::move(ids));
+    }
+    return out;
+}
+
+std::string escape(std::string_view s) {
+    std::string out;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == '\\' || u == '"') {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string join(const std::vector<tk::token_id>& ids) {
+    std::string out;
+    for (const auto id : ids)
+        out += std::to_string(id) + " ";
+    return out;
+}
+
+/// Compares every vector of NAME.gguf.inp/.out; returns the number checked.
+void check_vectors(const tk::tokenizer& tok, const std::string& name) {
+    const auto texts = read_texts(vocab_dir / (name + ".gguf.inp"));
+    const auto expected = read_ids(vocab_dir / (name + ".gguf.out"));
+    ASSERT_EQ(texts.size(), expected.size()) << name;
+    ASSERT_GT(texts.size(), 0u);
+    int failures = 0;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        const auto ids = tok.encode(texts[i], {.add_special = false, .parse_special = false});
+        if (ids != expected[i] && ++failures <= 5) {
+            ADD_FAILURE() << name << " vector " << i << " \"" << escape(texts[i])
+                          << "\"\n  expected: " << join(expected[i]) << "\n  actual:   " << join(ids);
+        }
+    }
+    EXPECT_EQ(failures, 0) << name << ": " << failures << " of " << texts.size() << " vectors differ";
+}
+
+class gguf_vectors : public testing::TestWithParam<std::string> {};
+
+TEST_P(gguf_vectors, encode_matches_reference_ids) {
+    auto tok = tk::load_tokenizer(vocab_dir / (GetParam() + ".gguf"));
+    ASSERT_TRUE(tok) << tok.error().message;
+    check_vectors(*tok, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(fixtures, gguf_vectors,
+                         testing::Values("ggml-vocab-gpt-2", "ggml-vocab-mpt", "ggml-vocab-starcoder",
+                                         "ggml-vocab-deepseek-llm", "ggml-vocab-deepseek-coder",
+                                         "ggml-vocab-llama-spm"),
+                         [](const auto& info) {
+                             std::string n = info.param.substr(11);
+                             for (char& c : n) {
+                                 if (c == '-')
+                                     c = '_';
+                             }
+                             return n;
+                         });
+
+TEST(hf_vectors, qwen2_vectors_match_with_qwen3_tokenizer_json) {
+    auto tok = tk::load_tokenizer(npm_cache / "qwen3" / "models" / "tokenizer.json");
+    ASSERT_TRUE(tok) << tok.error().message;
+    check_vectors(*tok, "ggml-vocab-qwen2");
+}
+
+TEST(hf_vectors, llama_bpe_vectors_match_with_llama3_tokenizer_json) {
+    auto tok = tk::load_tokenizer(npm_cache / "llama3" / "models" / "tokenizer.json");
+    ASSERT_TRUE(tok) << tok.error().message;
+    check_vectors(*tok, "ggml-vocab-llama-bpe");
+}
+
+/// The GGUF metadata a converter would write for `v` (tokens, types, merges, special ids).
+sluice::gguf::metadata to_gguf_metadata(const tk::vocab& v, std::string pre) {
+    sluice::gguf::metadata kv;
+    kv.set_string("tokenizer.ggml.model", "gpt2");
+    kv.set_string("tokenizer.ggml.pre", std::move(pre));
+    kv.set_array("tokenizer.ggml.tokens", v.tokens);
+    std::vector<std::int32_t> types;
+    for (const auto t : v.types)
+        types.push_back(static_cast<std::int32_t>(t));
+    kv.set_array("tokenizer.ggml.token_type", std::move(types));
+    std::vector<std::string> merges;
+    for (const auto& [a, b] : v.merges)
+        merges.push_back(a + " " + b);
+    kv.set_array("tokenizer.ggml.merges", std::move(merges));
+    if (v.bos)
+        kv.set_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(*v.bos));
+    if (v.eos)
+        kv.set_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(*v.eos));
+    return kv;
+}
+
+TEST(gguf_adapter, llama_bpe_and_qwen2_vectors_match_through_gguf_metadata) {
+    const std::pair<const char*, const char*> cases[] = {{"llama3", "llama-bpe"}, {"qwen3", "qwen2"}};
+    for (const auto& [package, pre] : cases) {
+        const std::string json = slurp(npm_cache / package / "models" / "tokenizer.json");
+        auto hf = tk::vocab_from_hf_json(json, "");
+        ASSERT_TRUE(hf) << hf.error().message;
+        auto v = tk::vocab_from_gguf(to_gguf_metadata(*hf, pre));
+        ASSERT_TRUE(v) << v.error().message;
+        auto tok = tk::tokenizer::create(std::move(*v));
+        ASSERT_TRUE(tok) << tok.error().message;
+        check_vectors(*tok, std::string("ggml-vocab-") + pre);
+    }
+}
+
+TEST(hf_vectors, end_of_generation_sets_of_chat_models) {
+    auto qwen = tk::load_tokenizer(npm_cache / "qwen3" / "models" / "tokenizer.json");
+    ASSERT_TRUE(qwen) << qwen.error().message;
+    EXPECT_TRUE(qwen->is_end_of_generation(*qwen->find("<|im_end|>")));
+    EXPECT_TRUE(qwen->is_end_of_generation(*qwen->find("<|endoftext|>")));
+    EXPECT_FALSE(qwen->is_end_of_generation(*qwen->find("<|im_start|>")));
+    auto oss = tk::load_tokenizer(npm_cache / "gptoss" / "models" / "tokenizer.json");
+    ASSERT_TRUE(oss) << oss.error().message;
+    EXPECT_TRUE(oss->is_end_of_generation(*oss->find("<|return|>")));
+    EXPECT_TRUE(oss->is_end_of_generation(*oss->find("<|call|>")));
+    EXPECT_FALSE(oss->is_end_of_generation(*oss->find("<|end|>")));
+    auto llama = tk::load_tokenizer(npm_cache / "llama3" / "models" / "tokenizer.json");
+    ASSERT_TRUE(llama) << llama.error().message;
+    EXPECT_TRUE(llama->is_end_of_generation(*llama->find("<|eot_id|>")));
+    EXPECT_TRUE(llama->is_end_of_generation(*llama->find("<|end_of_text|>")));
+}
+
+TEST(gguf_vectors_all, every_fixture_gguf_is_covered) {
+    int count = 0;
+    for (const auto& e : std::filesystem::directory_iterator(vocab_dir)) {
+        if (e.path().extension() == ".gguf")
+            ++count;
+    }
+    EXPECT_EQ(count, 6) << "a new fixture GGUF appeared: add it to the parameter list";
+}
+
+} // namespace
