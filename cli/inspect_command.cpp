@@ -1,0 +1,294 @@
+// `sluice inspect FILE [--json]`: what a GGUF model is and how its bytes split into dense and expert parts.
+#include "cli/inspect_command.hpp"
+
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/gguf/summary.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+
+namespace sluice::cli {
+namespace {
+
+namespace json = boost::json;
+
+/// Arrays longer than this are summarised (type and count) instead of printed whole in JSON.
+constexpr std::size_t max_json_array_items = 64;
+
+/// Per-layer facts about routed experts, derived from the `blk.N.*_exps` tensors.
+struct expert_layer {
+    int layer = 0;
+    std::uint64_t experts = 0;
+    std::uint64_t bytes_per_expert = 0; ///< gate + up + down slabs of one expert
+    std::uint64_t bytes = 0;
+};
+
+std::vector<expert_layer> expert_layers(const gguf::model_files& model) {
+    std::map<int, expert_layer> layers;
+    for (const auto& t : model.tensors()) {
+        if (!t.is_expert() || t.n_dims != 3) {
+            continue;
+        }
+        auto& l = layers[gguf::block_index(t.name)];
+        l.layer = gguf::block_index(t.name);
+        l.experts = std::max(l.experts, t.expert_count());
+        l.bytes_per_expert += t.expert_stride();
+        l.bytes += t.bytes;
+    }
+    std::vector<expert_layer> out;
+    for (const auto& [_, l] : layers) {
+        out.push_back(l);
+    }
+    return out;
+}
+
+json::value array_to_json(const gguf::metadata_array& a);
+
+json::value value_to_json(const gguf::metadata_value& v) {
+    if (const auto* s = v.as_string()) {
+        return json::string(*s);
+    }
+    if (const auto* a = v.as_array()) {
+        if (a->size() > max_json_array_items) {
+            return json::object{{"type", gguf::type_name(v)}, {"count", a->size()}};
+        }
+        return array_to_json(*a);
+    }
+    if (v.type() == gguf::value_type::boolean) {
+        return std::get<bool>(v.data);
+    }
+    if (auto u = v.as_unsigned()) {
+        return *u;
+    }
+    if (auto i = v.as_signed()) {
+        return *i;
+    }
+    return v.as_double().value_or(0.0);
+}
+
+json::value array_to_json(const gguf::metadata_array& a) {
+    json::array out;
+    std::visit(
+        [&](const auto& items) {
+            for (const auto& item : items) {
+                using item_t = std::decay_t<decltype(item)>;
+                if constexpr (std::is_same_v<item_t, gguf::metadata_array>) {
+                    out.push_back(array_to_json(item));
+                } else if constexpr (std::is_same_v<item_t, std::string>) {
+                    out.push_back(json::string(item));
+                } else {
+                    out.push_back(json::value(static_cast<item_t>(item)));
+                }
+            }
+        },
+        a.items);
+    return out;
+}
+
+bool is_tokenizer_key(std::string_view key) { return key.starts_with("tokenizer."); }
+
+json::object tokenizer_json(const gguf::tokenizer_summary& t) {
+    json::object o{{"model", t.model},
+                   {"pre", t.pre},
+                   {"tokens", t.n_tokens},
+                   {"merges", t.n_merges},
+                   {"has_scores", t.has_scores},
+                   {"has_token_types", t.has_token_types},
+                   {"has_chat_template", t.has_chat_template}};
+    o["bos_id"] = t.bos_id ? json::value(*t.bos_id) : json::value(nullptr);
+    o["eos_id"] = t.eos_id ? json::value(*t.eos_id) : json::value(nullptr);
+    return o;
+}
+
+json::object totals_json(const gguf::tensor_totals& totals, const std::vector<expert_layer>& layers) {
+    json::array per_layer;
+    for (const auto& l : layers) {
+        per_layer.push_back(json::object{
+            {"layer", l.layer}, {"experts", l.experts}, {"bytes_per_expert", l.bytes_per_expert}, {"bytes", l.bytes}});
+    }
+    return json::object{{"tensors", totals.dense_tensors + totals.expert_tensors},
+                        {"bytes", totals.dense_bytes + totals.expert_bytes},
+                        {"dense_tensors", totals.dense_tensors},
+                        {"dense_bytes", totals.dense_bytes},
+                        {"expert_tensors", totals.expert_tensors},
+                        {"expert_bytes", totals.expert_bytes},
+                        {"expert_layers", layers.size()},
+                        {"experts_per_layer", totals.max_experts},
+                        {"bytes_per_expert", totals.bytes_per_expert},
+                        {"per_layer", std::move(per_layer)}};
+}
+
+json::object report_json(const gguf::model_files& model, const gguf::tokenizer_summary& tok,
+                         const gguf::tensor_totals& totals) {
+    json::object o;
+    json::array parts;
+    for (const auto& p : model.parts()) {
+        parts.push_back(json::object{{"path", p.path.string()},
+                                     {"version", p.header.version},
+                                     {"alignment", p.header.alignment},
+                                     {"data_offset", p.header.data_offset},
+                                     {"file_size", p.header.file_size}});
+    }
+    o["files"] = std::move(parts);
+    auto arch = model.architecture();
+    o["architecture"] = arch ? json::value(json::string(*arch)) : json::value(nullptr);
+    json::object hparams;
+    json::object other;
+    const std::string prefix = arch ? std::string(*arch) + "." : std::string("\x01");
+    for (const auto& e : model.kv().entries()) {
+        if (e.key.starts_with(prefix)) {
+            hparams[e.key.substr(prefix.size())] = value_to_json(e.value);
+        } else if (!is_tokenizer_key(e.key)) {
+            other[e.key] = value_to_json(e.value);
+        }
+    }
+    o["hyperparameters"] = std::move(hparams);
+    o["metadata"] = std::move(other);
+    o["tokenizer"] = tokenizer_json(tok);
+    json::array tensors;
+    for (const auto& t : model.tensors()) {
+        json::array shape(t.shape().begin(), t.shape().end());
+        tensors.push_back(json::object{{"name", t.name},
+                                       {"type", kernels::traits_of(t.type).name},
+                                       {"shape", std::move(shape)},
+                                       {"bytes", t.bytes},
+                                       {"offset", t.offset},
+                                       {"split", t.split},
+                                       {"expert", t.is_expert()}});
+    }
+    o["tensors"] = std::move(tensors);
+    o["totals"] = totals_json(totals, expert_layers(model));
+    return o;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+    return buf;
+}
+
+void print_text_header(std::ostream& out, const gguf::model_files& model) {
+    for (const auto& p : model.parts()) {
+        out << "file          " << p.path.string() << " (GGUF v" << p.header.version << ", "
+            << human_bytes(p.header.file_size) << ", " << p.header.tensors.size() << " tensors, alignment "
+            << p.header.alignment << ")\n";
+    }
+    auto arch = model.architecture();
+    out << "architecture  " << (arch ? std::string(*arch) : std::string("(none)")) << "\n\n";
+    const std::string prefix = arch ? std::string(*arch) + "." : std::string("\x01");
+    out << "hyperparameters\n";
+    for (const auto& e : model.kv().entries()) {
+        if (e.key.starts_with(prefix)) {
+            out << "  " << e.key.substr(prefix.size()) << " = " << gguf::to_display_string(e.value) << "\n";
+        }
+    }
+    out << "\nmetadata\n";
+    for (const auto& e : model.kv().entries()) {
+        if (!e.key.starts_with(prefix) && !is_tokenizer_key(e.key)) {
+            out << "  " << e.key << " = " << gguf::to_display_string(e.value) << "\n";
+        }
+    }
+}
+
+void print_text_tokenizer(std::ostream& out, const gguf::tokenizer_summary& t) {
+    out << "\ntokenizer\n";
+    if (t.model.empty() && t.n_tokens == 0) {
+        out << "  (none)\n";
+        return;
+    }
+    out << "  model " << t.model << ", pre " << (t.pre.empty() ? "(none)" : t.pre) << ", " << t.n_tokens
+        << " tokens, " << t.n_merges << " merges" << (t.has_scores ? ", scores" : "")
+        << (t.has_token_types ? ", token types" : "") << "\n";
+    out << "  bos " << (t.bos_id ? std::to_string(*t.bos_id) : "-") << ", eos "
+        << (t.eos_id ? std::to_string(*t.eos_id) : "-") << ", chat template "
+        << (t.has_chat_template ? "yes" : "no") << "\n";
+}
+
+void print_text_tensors(std::ostream& out, const gguf::model_files& model) {
+    std::size_t width = 4;
+    for (const auto& t : model.tensors()) {
+        width = std::max(width, t.name.size());
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "\n%-*s  %-6s  %-22s  %12s  %14s\n", static_cast<int>(width), "name", "type",
+                  "shape", "bytes", "offset");
+    out << line;
+    for (const auto& t : model.tensors()) {
+        std::snprintf(line, sizeof line, "%-*s  %-6s  %-22s  %12llu  %14llu\n", static_cast<int>(width),
+                      t.name.c_str(), std::string(kernels::traits_of(t.type).name).c_str(),
+                      gguf::shape_string(t).c_str(), static_cast<unsigned long long>(t.bytes),
+                      static_cast<unsigned long long>(t.offset));
+        out << line;
+    }
+}
+
+void print_text_totals(std::ostream& out, const gguf::tensor_totals& totals, const std::vector<expert_layer>& layers) {
+    const auto all = totals.dense_bytes + totals.expert_bytes;
+    out << "\ntotals\n";
+    out << "  all tensors   " << human_bytes(all) << " in " << totals.dense_tensors + totals.expert_tensors
+        << " tensors\n";
+    out << "  dense         " << human_bytes(totals.dense_bytes) << " in " << totals.dense_tensors << " tensors\n";
+    out << "  experts       " << human_bytes(totals.expert_bytes) << " in " << totals.expert_tensors
+        << " tensors";
+    if (all > 0) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * static_cast<double>(totals.expert_bytes) / all);
+        out << pct;
+    }
+    out << "\n";
+    if (!layers.empty()) {
+        out << "  expert layers " << layers.size() << ", " << totals.max_experts << " experts per layer, "
+            << human_bytes(totals.bytes_per_expert) << " per expert (gate+up+down)\n";
+    }
+}
+
+} // namespace
+
+int run_inspect(const inspect_options& opts) {
+    auto model = gguf::model_files::open(opts.path);
+    if (!model) {
+        std::cerr << "sluice inspect: " << model.error().message << "\n";
+        return 1;
+    }
+    auto tok = gguf::summarize_tokenizer(model->kv());
+    if (!tok) {
+        std::cerr << "sluice inspect: " << opts.path << ": " << tok.error().message << "\n";
+        return 1;
+    }
+    const auto totals = gguf::summarize_tensors(*model);
+    if (opts.json) {
+        std::cout << json::serialize(report_json(*model, *tok, totals)) << "\n";
+        return 0;
+    }
+    print_text_header(std::cout, *model);
+    print_text_tokenizer(std::cout, *tok);
+    print_text_tensors(std::cout, *model);
+    print_text_totals(std::cout, totals, expert_layers(*model));
+    return 0;
+}
+
+void add_inspect_command(CLI::App& app) {
+    auto opts = std::make_shared<inspect_options>();
+    auto* cmd = app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
+    cmd->add_option("file", opts->path, "GGUF file (any part of a split model)")->required();
+    cmd->add_flag("--json", opts->json, "Print the report as JSON");
+    cmd->callback([opts] {
+        if (const int rc = run_inspect(*opts); rc != 0) {
+            throw CLI::RuntimeError(rc);
+        }
+    });
+}
+
+} // namespace sluice::cli
