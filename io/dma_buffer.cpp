@@ -1,0 +1,39 @@
+// Allocation and ownership transfer for io::dma_buffer.
+#include "io/dma_buffer.hpp"
+
+#include <new>
+#include <utility>
+
+namespace sluice::io {
+
+dma_buffer::dma_buffer(std::size_t size) : size_(round_up(size)) {
+    if (size_ != 0) {
+        data_ = static_cast<std::byte*>(::operator new (size_, std::align_val_t{alignment}));
+    }
+}
+
+dma_buffer::~dma_buffer() {
+    release();
+}
+
+dma_buffer::dma_buffer(dma_buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+dma_buffer& dma_buffer::operator=(dma_buffer&& other) noexcept {
+    if (this != &other) {
+        release();
+        data_ = std::exchange(other.data_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+}
+
+void dma_buffer::release() noexcept {
+    if (data_ != nullptr) {
+        ::operator delete (data_, size_, std::align_val_t{alignment});
+        data_ = nullptr;
+        size_ = 0;
+    }
+}
+
+} // namespace sluice::io
