@@ -4,3 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 ctest --test-dir build/release --output-on-failure -j"$(nproc)"
+
+# Fuzz corpus: replay every committed GGUF input through the clang libFuzzer build under ASan and UBSan.
+echo "replaying the GGUF fuzz corpus under sanitizers"
+tests/fuzz/replay.sh
