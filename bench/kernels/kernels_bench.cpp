@@ -1,0 +1,198 @@
+// Decode- and prefill-shaped products per format, printed as Markdown next to the machine's measured limits.
+// Usage: kernels_bench [decode|hot|prefill|all]   (SLUICE_ISA=scalar|avx2|avx512 picks the kernel level)
+#include "bench/kernels/machine_limits.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/quant.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::bench {
+namespace {
+
+using kernels::quant_type;
+
+struct shape {
+    std::size_t cols, rows; // "cols x rows": input width x output rows
+};
+
+constexpr std::size_t working_set_target = 768ull << 20; // far beyond the 32 MiB LLC
+
+// A large buffer of plausible weight bytes: every byte in 0x20..0x3b, so f16/bf16 fields are small
+// normal numbers and Q8_0 values stay in range; the kernels' speed does not depend on the values.
+std::unique_ptr<std::uint8_t[]> make_buffer(std::size_t bytes) {
+    std::unique_ptr<std::uint8_t[]> buf(new (std::align_val_t{64}) std::uint8_t[bytes]);
+    std::uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (std::size_t i = 0; i < bytes; ++i) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        buf[i] = static_cast<std::uint8_t>(0x20 + (s >> 32) % 28);
+    }
+    return buf;
+}
+
+// y = W x over `threads` contiguous row ranges; activation preparation is part of the timed work.
+void matvec(runtime::compute_pool& pool, std::size_t threads, quant_type type, const std::uint8_t* w, shape s,
+            const float* x, std::uint8_t* act, float* y) {
+    kernels::prepare_activations(type, x, s.cols, 1, s.cols, act);
+    const std::size_t rb = *kernels::row_bytes(type, s.cols);
+    pool.run_blocking(threads, [&](std::size_t i) {
+        const std::size_t r0 = s.rows * i / threads, r1 = s.rows * (i + 1) / threads;
+        kernels::matmul_prepared(type, w, rb, r0, r1, s.cols, act, 1, y, s.rows);
+    });
+}
+
+double decode_gbs(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, const std::uint8_t* buf,
+                  std::size_t buf_bytes, bool hot = false) {
+    const std::size_t mat_bytes = *kernels::row_bytes(type, s.cols) * s.rows;
+    const std::size_t n_mats =
+        hot ? 1 : std::max<std::size_t>(2, std::min(working_set_target, buf_bytes) / mat_bytes);
+    std::vector<float> x(s.cols, 0.5f), y(s.rows);
+    std::vector<std::uint8_t> act(kernels::prepared_row_bytes(type, s.cols));
+    matvec(pool, threads, type, buf, s, x.data(), act.data(), y.data()); // warm-up
+    std::size_t calls = 0;
+    const double t0 = now_seconds();
+    double dt = 0;
+    while (dt < 0.25 || calls < n_mats) {
+        matvec(pool, threads, type, buf + (calls % n_mats) * mat_bytes, s, x.data(), act.data(), y.data());
+        ++calls;
+        dt = now_seconds() - t0;
+    }
+    return static_cast<double>(calls * mat_bytes) / dt / 1e9;
+}
+
+// Best of three, each sample taken right after a read-bandwidth sample, so the ratio is robust to load
+// from other processes sharing the machine.
+struct paired {
+    double kernel_gbs = 0, read_gbs = 0; // kernel figure and its bound (GB/s, or GFLOP/s for prefill)
+};
+
+paired decode_vs_read(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s,
+                      const std::uint8_t* buf, std::size_t buf_bytes) {
+    paired best;
+    for (int rep = 0; rep < 3; ++rep) {
+        const double bw = read_bandwidth_gbs(pool, threads, buf, 1ull << 30);
+        const double k = decode_gbs(pool, threads, type, s, buf, buf_bytes);
+        if (k / bw > best.kernel_gbs / std::max(best.read_gbs, 1e-9)) {
+            best = {k, bw};
+        }
+    }
+    return best;
+}
+
+void run_decode(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size_t buf_bytes) {
+    std::printf("\n| format | matrix (cols x rows) | MiB/matrix | 1 thread GB/s | read GB/s | %% | "
+                "2 threads GB/s | read GB/s | %% |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    const shape shapes[] = {{2048, 768}, {768, 2048}, {2048, 151936}, {4096, 4096}};
+    for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16}) {
+        for (shape s : shapes) {
+            const double mib = static_cast<double>(*kernels::row_bytes(type, s.cols) * s.rows) / (1 << 20);
+            const paired g1 = decode_vs_read(*pools[0], 1, type, s, buf, buf_bytes);
+            const paired g2 = decode_vs_read(*pools[1], 2, type, s, buf, buf_bytes);
+            std::printf("| %s | %zu x %zu | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%% |\n",
+                        std::string(kernels::traits_of(type).name).c_str(), s.cols, s.rows, mib, g1.kernel_gbs,
+                        g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
+                        100 * g2.kernel_gbs / g2.read_gbs);
+            std::fflush(stdout);
+        }
+    }
+}
+
+// Kernel speed with the weights resident in cache (one 2048 x 768 matrix, ~1-3 MiB): the compute bound
+// that a decode kernel must exceed to be limited by memory instead.
+void run_hot(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size_t buf_bytes) {
+    std::printf("\n| format | in-cache GB/s, 1 thread (2048 x 768, same matrix every call) |\n|---|---:|\n");
+    for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16}) {
+        const double g = decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true);
+        std::printf("| %s | %.1f |\n", std::string(kernels::traits_of(type).name).c_str(), g);
+    }
+}
+
+double prefill_gflops(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, std::size_t tokens,
+                      const std::uint8_t* w) {
+    std::vector<float> x(s.cols * tokens, 0.5f), y(s.rows * tokens);
+    std::vector<std::uint8_t> act(kernels::prepared_row_bytes(type, s.cols) * tokens);
+    const std::size_t rb = *kernels::row_bytes(type, s.cols);
+    const std::size_t n_tasks = threads * 8;
+    auto once = [&] {
+        kernels::prepare_activations(type, x.data(), s.cols, tokens, s.cols, act.data());
+        pool.run_blocking(n_tasks, [&](std::size_t i) {
+            const std::size_t r0 = s.rows * i / n_tasks, r1 = s.rows * (i + 1) / n_tasks;
+            kernels::matmul_prepared(type, w, rb, r0, r1, s.cols, act.data(), tokens, y.data(), s.rows);
+        });
+    };
+    once();
+    double best = 1e30;
+    for (int rep = 0; rep < 2; ++rep) {
+        const double t0 = now_seconds();
+        once();
+        best = std::min(best, now_seconds() - t0);
+    }
+    return 2.0 * static_cast<double>(s.cols * s.rows * tokens) / best / 1e9;
+}
+
+// Best of three (kernel, peak) pairs taken back to back, as for decode.
+paired prefill_vs_peak(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s,
+                       std::size_t tokens, const std::uint8_t* w) {
+    paired best;
+    for (int rep = 0; rep < 3; ++rep) {
+        const double peak = peak_gflops(kernels::active_isa(), threads, pool);
+        const double k = prefill_gflops(pool, threads, type, s, tokens, w);
+        if (k / peak > best.kernel_gbs / std::max(best.read_gbs, 1e-9)) {
+            best = {k, peak};
+        }
+    }
+    return best;
+}
+
+void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
+    std::printf("\n| format | matrix | tokens | 1 thread GFLOP/s | f32 peak | %% | 2 threads GFLOP/s | f32 peak | %% |\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    const shape s{4096, 4096};
+    for (quant_type type : {quant_type::q4_k, quant_type::q8_0, quant_type::q6_k, quant_type::f16}) {
+        for (std::size_t tokens : {64, 512}) {
+            const paired g1 = prefill_vs_peak(*pools[0], 1, type, s, tokens, buf);
+            const paired g2 = prefill_vs_peak(*pools[1], 2, type, s, tokens, buf);
+            std::printf("| %s | %zu x %zu | %zu | %.1f | %.0f | %.0f%% | %.1f | %.0f | %.0f%% |\n",
+                        std::string(kernels::traits_of(type).name).c_str(), s.cols, s.rows, tokens, g1.kernel_gbs,
+                        g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
+                        100 * g2.kernel_gbs / g2.read_gbs);
+            std::fflush(stdout);
+        }
+    }
+}
+
+} // namespace
+} // namespace sluice::bench
+
+int main(int argc, char** argv) {
+    using namespace sluice;
+    const std::string what = argc > 1 ? argv[1] : "all";
+    std::printf("kernels_bench: ISA %s (detected %s)\n", std::string(kernels::isa_name(kernels::active_isa())).c_str(),
+                std::string(kernels::isa_name(kernels::detect_isa())).c_str());
+    std::fflush(stdout);
+    if (what != "decode" && what != "prefill" && what != "hot" && what != "all") {
+        return 0;
+    }
+    // The calling thread computes too (run_blocking), so n threads = caller + n-1 workers.
+    runtime::compute_pool pool1(0), pool2(1);
+    runtime::compute_pool* pools[2] = {&pool1, &pool2};
+    // Room for two copies of the largest matrix (F16 2048 x 151936 = 594 MiB) or the working-set target.
+    const std::size_t buf_bytes = 2 * 2048ull * 151936 * 2 + (64 << 20);
+    const auto buf = bench::make_buffer(buf_bytes);
+    if (what == "decode" || what == "all") {
+        bench::run_decode(pools, buf.get(), buf_bytes);
+    }
+    if (what == "hot" || what == "all") {
+        bench::run_hot(pools, buf.get(), buf_bytes);
+    }
+    if (what == "prefill" || what == "all") {
+        bench::run_prefill(pools, buf.get());
+    }
+    return 0;
+}

@@ -1,0 +1,71 @@
+// Memory read bandwidth and FMA peak measured on the machine the benchmark runs on.
+#include "bench/kernels/machine_limits.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+namespace sluice::bench {
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+// Sums 64-bit words with four independent chains; the compiler vectorizes it (SSE2 at least).
+std::uint64_t read_sum(const std::uint8_t* p, std::size_t bytes) {
+    const std::size_t n = bytes / 8;
+    std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (std::size_t i = 0; i + 4 <= n; i += 4) {
+        std::uint64_t w[4];
+        std::memcpy(w, p + 8 * i, 32);
+        s0 += w[0];
+        s1 += w[1];
+        s2 += w[2];
+        s3 += w[3];
+    }
+    return s0 + s1 + s2 + s3;
+}
+
+} // namespace
+
+double read_bandwidth_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf, std::size_t bytes) {
+    const std::size_t n = threads;
+    const std::size_t chunk = bytes / n / 64 * 64;
+    std::vector<std::uint64_t> sink(n);
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const double t0 = now_seconds();
+        pool.run_blocking(n, [&](std::size_t i) {
+            const std::uint8_t* p = buf + i * chunk;
+            sink[i] += kernels::detect_isa() >= kernels::isa_level::avx2 ? read_sum_avx2(p, chunk) : read_sum(p, chunk);
+        });
+        const double dt = now_seconds() - t0;
+        best = std::max(best, static_cast<double>(chunk * n) / dt / 1e9);
+    }
+    volatile std::uint64_t keep = sink[0];
+    (void)keep;
+    return best;
+}
+
+double peak_gflops(kernels::isa_level isa, std::size_t threads, runtime::compute_pool& pool) {
+    const std::size_t iters = 4'000'000;
+    std::vector<double> flops(threads);
+    double best = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+        const double t0 = now_seconds();
+        pool.run_blocking(threads, [&](std::size_t i) {
+            flops[i] = isa == kernels::isa_level::avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters);
+        });
+        const double dt = now_seconds() - t0;
+        double total = 0;
+        for (double f : flops) {
+            total += f;
+        }
+        best = std::max(best, total / dt / 1e9);
+    }
+    return best;
+}
+
+} // namespace sluice::bench

@@ -1,0 +1,29 @@
+// Physical limits measured in the benchmark's own run: memory read bandwidth and FMA peak per ISA.
+#pragma once
+
+#include "kernels/isa.hpp"
+#include "runtime/compute/compute_pool.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::bench {
+
+/// STREAM-style read: GB/s reading `bytes` of a buffer far larger than the LLC with `threads` threads
+/// (the caller plus pool.size() workers).
+double read_bandwidth_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf, std::size_t bytes);
+
+/// Peak f32 GFLOP/s of one core at `isa` (FMA throughput loop), times `threads`.
+double peak_gflops(kernels::isa_level isa, std::size_t threads, runtime::compute_pool& pool);
+
+/// FMA loops for the peak, one per ISA (each built with its own flags). Return flops performed.
+double fma_loop_avx2(std::size_t iters);
+double fma_loop_avx512(std::size_t iters);
+
+/// Sum of the 64-bit words of `bytes` (a multiple of 128) with 32-byte loads; needs AVX2.
+std::uint64_t read_sum_avx2(const std::uint8_t* p, std::size_t bytes);
+
+/// Seconds since an arbitrary epoch (steady clock).
+double now_seconds();
+
+} // namespace sluice::bench

@@ -1,0 +1,55 @@
+// GQA attention: per query head, scores through the F16 dot kernel, a stable softmax, then a weighted sum
+// of value rows dequantized through the F16 kernel.
+#include "kernels/attention.hpp"
+
+#include "kernels/cpu/format_kernels.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+namespace sluice::kernels {
+
+void attention_f16(const attention_shape& s, const float* q, const std::uint16_t* k, const std::uint16_t* v,
+                   float* out, std::size_t head_begin, std::size_t head_end, isa_level isa) {
+    assert(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 && s.kv_len >= s.first_pos + s.n_tokens);
+    const format_kernels& f16 = *find_format_kernels(std::min(isa, detect_isa()), quant_type::f16);
+    const std::size_t group = s.n_heads / s.n_kv_heads;
+    std::vector<float> score(s.kv_len);
+    std::vector<float> v_row(s.head_dim);
+    for (std::size_t t = 0; t < s.n_tokens; ++t) {
+        const std::size_t visible = s.first_pos + t + 1;
+        for (std::size_t h = head_begin; h < head_end; ++h) {
+            const float* qh = q + t * s.q_token_stride + h * s.head_dim;
+            const std::size_t kv_off = (h / group) * s.kv_head_stride;
+            // Scores and their maximum.
+            float max = -INFINITY;
+            for (std::size_t j = 0; j < visible; ++j) {
+                score[j] = s.scale * f16.dot(s.head_dim, k + j * s.kv_token_stride + kv_off, qh);
+                max = std::max(max, score[j]);
+            }
+            float sum = 0;
+            for (std::size_t j = 0; j < visible; ++j) {
+                score[j] = std::exp(score[j] - max);
+                sum += score[j];
+            }
+            // Weighted sum of values.
+            float* o = out + t * s.q_token_stride + h * s.head_dim;
+            std::fill(o, o + s.head_dim, 0.0f);
+            for (std::size_t j = 0; j < visible; ++j) {
+                f16.dequantize(v + j * s.kv_token_stride + kv_off, v_row.data(), s.head_dim);
+                const float p = score[j];
+                for (std::size_t d = 0; d < s.head_dim; ++d) {
+                    o[d] += p * v_row[d];
+                }
+            }
+            const float inv = 1.0f / sum;
+            for (std::size_t d = 0; d < s.head_dim; ++d) {
+                o[d] *= inv;
+            }
+        }
+    }
+}
+
+} // namespace sluice::kernels

@@ -1,0 +1,98 @@
+// Byte layouts of the GGUF block formats (one struct per format) and of the 8-bit activation blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::kernels {
+
+inline constexpr std::size_t qk32 = 32;  ///< values per block of the 32-formats
+inline constexpr std::size_t qk_k = 256; ///< values per super-block of the K-formats and IQ4_XS
+inline constexpr std::size_t k_scale_bytes = 12;
+
+/// The 16 non-linear levels shared by IQ4_NL and IQ4_XS.
+inline constexpr std::int8_t iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                1,    13,   25,  38,  53,  69,  89,  113};
+
+struct block_q4_0 {
+    std::uint16_t d;       // f16 scale
+    std::uint8_t qs[16];   // value j in low nibble of qs[j], value j+16 in high nibble; stored +8
+};
+struct block_q4_1 {
+    std::uint16_t d, m;    // f16 scale and minimum: x = d*q + m
+    std::uint8_t qs[16];
+};
+struct block_q5_0 {
+    std::uint16_t d;
+    std::uint8_t qh[4];    // fifth bit of value j is bit j of the little-endian 32-bit qh
+    std::uint8_t qs[16];   // stored +16
+};
+struct block_q5_1 {
+    std::uint16_t d, m;
+    std::uint8_t qh[4];
+    std::uint8_t qs[16];
+};
+struct block_q8_0 {
+    std::uint16_t d;
+    std::int8_t qs[32];
+};
+struct block_iq4_nl {
+    std::uint16_t d;
+    std::uint8_t qs[16];   // indices into iq4_levels, nibble order as Q4_0
+};
+struct block_q4_k {
+    std::uint16_t d, dmin;               // f16 super-scales of the 6-bit scales and mins
+    std::uint8_t scales[k_scale_bytes];  // 8 packed (scale, min) pairs of 6 bits
+    std::uint8_t qs[128];                // 64-value groups: low nibbles = first 32, high = next 32
+};
+struct block_q5_k {
+    std::uint16_t d, dmin;
+    std::uint8_t scales[k_scale_bytes];
+    std::uint8_t qh[32];                 // bit 2g / 2g+1 of qh[l]: fifth bit of group g's values l / 32+l
+    std::uint8_t qs[128];
+};
+struct block_q6_k {
+    std::uint8_t ql[128];                // low 4 bits
+    std::uint8_t qh[64];                 // high 2 bits
+    std::int8_t scales[16];              // one per 16 values
+    std::uint16_t d;
+};
+struct block_iq4_xs {
+    std::uint16_t d;
+    std::uint16_t scales_h;              // high 2 bits of the 8 six-bit scales
+    std::uint8_t scales_l[4];            // low 4 bits, two per byte
+    std::uint8_t qs[128];                // 8 groups of 32 as IQ4_NL
+};
+/// 8-bit activation super-block for the K-formats: float scale and sums of each 16 values.
+struct block_q8_k {
+    float d;
+    std::int8_t qs[256];
+    std::int16_t bsums[16];
+};
+
+static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22);
+static_assert(sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_iq4_nl) == 18);
+static_assert(sizeof(block_q4_k) == 144 && sizeof(block_q5_k) == 176 && sizeof(block_q6_k) == 210);
+static_assert(sizeof(block_iq4_xs) == 136 && sizeof(block_q8_k) == 292);
+
+/// Unpacks the 6-bit scale and min of group `j` (0..7) of a Q4_K/Q5_K super-block.
+inline void unpack_scale_min_k4(const std::uint8_t* q, int j, std::uint8_t& sc, std::uint8_t& m) noexcept {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = static_cast<std::uint8_t>((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+        m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/// Packs 8 six-bit scales and mins into the 12-byte Q4_K/Q5_K layout (inverse of unpack_scale_min_k4).
+inline void pack_scale_min_k4(const std::uint8_t* sc, const std::uint8_t* m, std::uint8_t* q) noexcept {
+    for (int j = 0; j < 4; ++j) {
+        q[j] = static_cast<std::uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+        q[j + 4] = static_cast<std::uint8_t>((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+        q[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xf) | ((m[j + 4] & 0xf) << 4));
+    }
+}
+
+} // namespace sluice::kernels

@@ -1,0 +1,42 @@
+// Internal table entry: the row kernels one ISA provides for one weight format.
+#pragma once
+
+#include "kernels/isa.hpp"
+#include "kernels/quant_type.hpp"
+
+#include <cstddef>
+
+namespace sluice::kernels {
+
+/// The form activations take before a dot product with a weight format.
+enum class act_format { f32, q8_0, q8_k };
+
+/// Dequantizes `n` values (a multiple of the block size) from `src` to floats.
+using dequantize_fn = void (*)(const void* src, float* dst, std::size_t n);
+/// Returns the dot product of `n` weight values with `n` prepared activation values.
+using dot_fn = float (*)(std::size_t n, const void* w, const void* act);
+/// Dot products of one weight row with 4 prepared activation rows (row t at act + t*act_stride) into out[0..3];
+/// each result equals what dot_fn gives up to float summation order. Shares the weight unpacking across tokens.
+using dot4_fn = void (*)(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+/// Quantizes `n` floats (a multiple of the activation block) into prepared activation blocks.
+using prepare_fn = void (*)(const float* src, void* dst, std::size_t n);
+
+struct format_kernels {
+    act_format act;
+    dequantize_fn dequantize;
+    dot_fn dot;
+    dot4_fn dot4 = nullptr; ///< optional multi-token kernel for prefill
+};
+
+/// Per-ISA tables; a null result means the format has no kernels at that level.
+const format_kernels* scalar_format_kernels(quant_type type) noexcept;
+const format_kernels* avx2_format_kernels(quant_type type) noexcept;
+const format_kernels* avx512_format_kernels(quant_type type) noexcept;
+
+/// Activation quantizers per ISA (Q8_0 and Q8_K).
+prepare_fn prepare_kernel(isa_level isa, act_format act) noexcept;
+
+/// Kernels for `type` at `isa` (falling back to lower levels for formats an ISA lacks), or null.
+const format_kernels* find_format_kernels(isa_level isa, quant_type type) noexcept;
+
+} // namespace sluice::kernels

@@ -1,0 +1,68 @@
+// Scalar kernel table, activation quantizers per ISA and the lookup that falls back across levels.
+#include "kernels/cpu/format_kernels.hpp"
+#include "kernels/cpu/scalar_kernels.hpp"
+#include "kernels/cpu/simd_kernels.hpp"
+
+namespace sluice::kernels {
+
+const format_kernels* scalar_format_kernels(quant_type type) noexcept {
+    using namespace scalar;
+    static constexpr format_kernels f32{act_format::f32, dequantize_f32, dot_f32};
+    static constexpr format_kernels f16{act_format::f32, dequantize_f16, dot_f16};
+    static constexpr format_kernels bf16{act_format::f32, dequantize_bf16, dot_bf16};
+    static constexpr format_kernels q8_0{act_format::q8_0, dequantize_q8_0, dot_q8_0};
+    static constexpr format_kernels q4_0{act_format::q8_0, dequantize_q4_0, dot_q4_0};
+    static constexpr format_kernels q4_1{act_format::q8_0, dequantize_q4_1, dot_q4_1};
+    static constexpr format_kernels q5_0{act_format::q8_0, dequantize_q5_0, dot_q5_0};
+    static constexpr format_kernels q5_1{act_format::q8_0, dequantize_q5_1, dot_q5_1};
+    static constexpr format_kernels iq4_nl{act_format::q8_0, dequantize_iq4_nl, dot_iq4_nl};
+    static constexpr format_kernels q4_k{act_format::q8_k, dequantize_q4_k, dot_q4_k};
+    static constexpr format_kernels q5_k{act_format::q8_k, dequantize_q5_k, dot_q5_k};
+    static constexpr format_kernels q6_k{act_format::q8_k, dequantize_q6_k, dot_q6_k};
+    static constexpr format_kernels iq4_xs{act_format::q8_k, dequantize_iq4_xs, dot_iq4_xs};
+    switch (type) {
+    case quant_type::f32: return &f32;
+    case quant_type::f16: return &f16;
+    case quant_type::bf16: return &bf16;
+    case quant_type::q8_0: return &q8_0;
+    case quant_type::q4_0: return &q4_0;
+    case quant_type::q4_1: return &q4_1;
+    case quant_type::q5_0: return &q5_0;
+    case quant_type::q5_1: return &q5_1;
+    case quant_type::iq4_nl: return &iq4_nl;
+    case quant_type::q4_k: return &q4_k;
+    case quant_type::q5_k: return &q5_k;
+    case quant_type::q6_k: return &q6_k;
+    case quant_type::iq4_xs: return &iq4_xs;
+    default: return nullptr;
+    }
+}
+
+// The AVX2 activation quantizers are memory-bound on a row of floats; AVX-512 machines use them too.
+prepare_fn prepare_kernel(isa_level isa, act_format act) noexcept {
+    switch (act) {
+    case act_format::f32: return scalar::quantize_f32;
+    case act_format::q8_0:
+        return isa >= isa_level::avx2 ? avx2::quantize_q8_0 : scalar::quantize_q8_0;
+    case act_format::q8_k:
+        return isa >= isa_level::avx2 ? avx2::quantize_q8_k : scalar::quantize_q8_k;
+    }
+    return nullptr;
+}
+
+const format_kernels* find_format_kernels(isa_level isa, quant_type type) noexcept {
+    if (isa == isa_level::avx512) {
+        if (const auto* k = avx512_format_kernels(type)) {
+            return k;
+        }
+        isa = isa_level::avx2;
+    }
+    if (isa == isa_level::avx2) {
+        if (const auto* k = avx2_format_kernels(type)) {
+            return k;
+        }
+    }
+    return scalar_format_kernels(type);
+}
+
+} // namespace sluice::kernels

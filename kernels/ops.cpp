@@ -1,0 +1,105 @@
+// Row ops in plain C++ written so the compiler vectorizes them; they are a small share of a forward pass.
+#include "kernels/ops.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace sluice::kernels {
+
+void rms_norm(const float* x, const float* weight, float* y, std::size_t n, float eps) noexcept {
+    float sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        sum += x[i] * x[i];
+    }
+    const float scale = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+    for (std::size_t i = 0; i < n; ++i) {
+        y[i] = x[i] * scale * (weight != nullptr ? weight[i] : 1.0f);
+    }
+}
+
+void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t head_stride, std::int64_t pos,
+          const rope_params& p) noexcept {
+    assert(p.n_rot % 2 == 0 && p.n_rot <= head_dim && p.ext_factor == 0.0f);
+    (void)head_dim;
+    const std::size_t half = p.n_rot / 2;
+    // Angles once per call, shared by every head.
+    float cos_t[512];
+    float sin_t[512];
+    assert(half <= 512);
+    const double theta_scale = std::pow(static_cast<double>(p.freq_base), -2.0 / static_cast<double>(p.n_rot));
+    double theta = static_cast<double>(pos) * p.freq_scale;
+    for (std::size_t i = 0; i < half; ++i, theta *= theta_scale) {
+        cos_t[i] = static_cast<float>(std::cos(theta)) * p.attn_factor;
+        sin_t[i] = static_cast<float>(std::sin(theta)) * p.attn_factor;
+    }
+    for (std::size_t h = 0; h < n_heads; ++h) {
+        float* v = x + h * head_stride;
+        const std::size_t step = p.layout == rope_layout::neox ? half : 1;
+        for (std::size_t i = 0; i < half; ++i) {
+            const std::size_t a = p.layout == rope_layout::neox ? i : 2 * i;
+            const float x0 = v[a];
+            const float x1 = v[a + step];
+            v[a] = x0 * cos_t[i] - x1 * sin_t[i];
+            v[a + step] = x0 * sin_t[i] + x1 * cos_t[i];
+        }
+    }
+}
+
+void softmax(float* x, std::size_t n) noexcept {
+    const float max = *std::max_element(x, x + n);
+    float sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - max);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum;
+    for (std::size_t i = 0; i < n; ++i) {
+        x[i] *= inv;
+    }
+}
+
+void silu(const float* x, float* y, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        y[i] = x[i] / (1.0f + std::exp(-x[i]));
+    }
+}
+
+void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    }
+}
+
+void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, router_scoring scoring,
+                 const float* selection_bias, bool renormalize, std::int32_t* ids, float* weights) noexcept {
+    assert(k >= 1 && k <= n_experts);
+    std::vector<float> score(logits, logits + n_experts);
+    if (scoring == router_scoring::softmax) {
+        softmax(score.data(), n_experts);
+    } else {
+        for (auto& s : score) {
+            s = 1.0f / (1.0f + std::exp(-s));
+        }
+    }
+    std::vector<std::int32_t> order(n_experts);
+    std::iota(order.begin(), order.end(), 0);
+    const auto key = [&](std::int32_t e) { return score[e] + (selection_bias ? selection_bias[e] : 0.0f); };
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+    float sum = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+        ids[i] = order[i];
+        weights[i] = score[order[i]];
+        sum += weights[i];
+    }
+    if (renormalize && sum > 0) {
+        for (std::size_t i = 0; i < k; ++i) {
+            weights[i] /= sum;
+        }
+    }
+}
+
+} // namespace sluice::kernels

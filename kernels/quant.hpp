@@ -1,0 +1,26 @@
+// Row-level weight format operations: dequantize, quantize from float, and the activation form a format uses.
+#pragma once
+
+#include "kernels/isa.hpp"
+#include "kernels/quant_type.hpp"
+
+#include <cstddef>
+
+namespace sluice::kernels {
+
+/// True when Sluice has dequantize and dot kernels for `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+/// Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
+bool has_kernels(quant_type type) noexcept;
+
+/// True when quantize_row() accepts `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
+bool can_quantize(quant_type type) noexcept;
+
+/// Dequantizes `n` values of `type` from `src` into `dst`. `n` must be a multiple of the block size and
+/// has_kernels(type) must hold. Thread-safe; `isa` picks the kernel level (capped by the machine).
+void dequantize_row(quant_type type, const void* src, float* dst, std::size_t n, isa_level isa = active_isa());
+
+/// Quantizes `n` floats (a multiple of the block size) to `type` into `dst` (row_bytes(type, n) bytes).
+/// can_quantize(type) must hold. Deterministic, thread-safe.
+void quantize_row(quant_type type, const float* src, void* dst, std::size_t n);
+
+} // namespace sluice::kernels
