@@ -42,6 +42,9 @@ result<void> read_model_kind(const gguf::metadata& kv, vocab& v) {
     if (v.model == model_kind::bpe && v.pre == pre_tokenizer_kind::none)
         v.pre = pre_tokenizer_kind::gpt2;
     v.ignore_merges = v.pre == pre_tokenizer_kind::llama3 || v.pre == pre_tokenizer_kind::gpt_oss;
+    // GGUF does not record the normalizer; the Qwen2/Qwen3 tokenizer.json files these come from declare NFC.
+    if (v.pre == pre_tokenizer_kind::qwen2)
+        v.normalizer = normalizer_kind::nfc;
     return {};
 }
 

@@ -72,6 +72,32 @@ result<pre_tokenizer_kind> detect_pre_tokenizer(const json::value& pre) {
                       "pre_tokenizer " + json::serialize(pre).substr(0, 300) + " is not supported");
 }
 
+/// Reads `normalizer`: null, NFC, or a Sequence of those (possibly empty or nested). Any other normalizer
+/// changes the text in ways we do not reproduce, so it is an error rather than silently skipped.
+result<normalizer_kind> read_normalizer(const json::value& n) {
+    if (n.is_null())
+        return normalizer_kind::none;
+    const std::string_view type = n.is_object() ? str_or_empty(n.get_object().if_contains("type")) : "";
+    if (type == "NFC")
+        return normalizer_kind::nfc;
+    if (type == "Sequence") {
+        const auto* list = n.get_object().if_contains("normalizers");
+        if (list != nullptr && list->is_array()) {
+            auto kind = normalizer_kind::none;
+            for (const auto& item : list->get_array()) {
+                auto k = read_normalizer(item);
+                if (!k)
+                    return k;
+                if (*k == normalizer_kind::nfc)
+                    kind = normalizer_kind::nfc; // NFC is idempotent: NFC twice is NFC
+            }
+            return kind;
+        }
+    }
+    return make_error(std::errc::not_supported,
+                      "normalizer " + json::serialize(n).substr(0, 300) + " is not supported");
+}
+
 std::string_view token_content(const json::value* v) {
     if (v == nullptr)
         return {};
@@ -199,6 +225,11 @@ result<vocab> vocab_from_hf_json(std::string_view tokenizer_json, std::string_vi
     if (!kind)
         return kind.error().with_context("tokenizer.json");
     v.pre = *kind;
+    const auto* normalizer = obj.if_contains("normalizer");
+    auto norm = read_normalizer(normalizer ? *normalizer : json::value());
+    if (!norm)
+        return norm.error().with_context("tokenizer.json");
+    v.normalizer = *norm;
     if (!config_json.empty()) {
         const json::value cfg = json::parse(config_json, ec);
         if (ec || !cfg.is_object())

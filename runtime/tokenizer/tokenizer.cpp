@@ -172,6 +172,10 @@ void tokenizer::encode_text(std::string_view text, bool after_special, std::vect
     if (text.empty())
         return;
     const state& s = *state_;
+    if (s.v.normalizer == normalizer_kind::nfc) {
+        thread_local std::string normalized;
+        text = to_nfc(text, normalized);
+    }
     if (s.spm) {
         thread_local std::string escaped;
         escaped.clear();

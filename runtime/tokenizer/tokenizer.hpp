@@ -34,7 +34,8 @@ public:
     /// without a token for some byte, SentencePiece without scores.
     static result<tokenizer> create(vocab v);
 
-    /// Encodes UTF-8 `text` (invalid bytes are encoded as bytes) and returns the ids.
+    /// Encodes UTF-8 `text` (invalid bytes are encoded as bytes) and returns the ids. The vocabulary's
+    /// normalizer (NFC for Qwen) is applied to each piece of text between special tokens, as Hugging Face does.
     [[nodiscard]] std::vector<token_id> encode(std::string_view text, const encode_options& opts = {}) const;
 
     /// Appends the ids of `text` to `out`.

@@ -1,6 +1,7 @@
 // The neutral description of a tokenizer vocabulary that every loader (GGUF, tokenizer.json) produces.
 #pragma once
 
+#include "runtime/tokenizer/normalize.hpp"
 #include "runtime/tokenizer/pre_tokenizer.hpp"
 
 #include <cstdint>
@@ -34,6 +35,7 @@ enum class model_kind {
 /// Everything needed to build a tokenizer, independent of the file it came from.
 struct vocab {
     model_kind model = model_kind::bpe;
+    normalizer_kind normalizer = normalizer_kind::none; ///< applied to the text between special tokens
     pre_tokenizer_kind pre = pre_tokenizer_kind::gpt2;
     std::vector<std::string> tokens;                         ///< token text as the model stores it
     std::vector<float> scores;                               ///< SentencePiece scores (may be empty for BPE)

@@ -1,15 +1,21 @@
 // Writes the reference data of the differential tokenizer test: deterministic strings (English, code, CJK,
-// emoji, combining marks, white-space runs, digits, special-token text) and the ids @lenml/tokenizers (a JS
-// port of Hugging Face tokenizers) gives them. Usage: node gen_differential.mjs CACHE_DIR [COUNT]
-// Output: CACHE_DIR/differential/MODEL.jsonl; a header line records the parameters, so reruns are no-ops.
+// emoji, combining marks, white-space runs, digits, special-token text, and text that is not in NFC:
+// decomposed accents, conjoining Hangul jamo, combining marks out of canonical order, singletons) and the ids
+// @lenml/tokenizers (a JS port of Hugging Face tokenizers) gives them. The strings are not normalised: the
+// tokenizers that declare a normalizer (Qwen: NFC) must apply it. Usage: node gen_differential.mjs CACHE_DIR [COUNT]
+// Output: CACHE_DIR/differential/MODEL.jsonl; a header line records the parameters and a hash of this file,
+// so reruns are no-ops until the generator changes.
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const cache = process.argv[2];
 const count = Number(process.argv[3] ?? 100000);
 const seed = 20261121;
-const version = 1;
+const version = 2;
+const generatorHash = crypto.createHash("sha256").update(fs.readFileSync(fileURLToPath(import.meta.url)))
+    .digest("hex").slice(0, 16);
 const models = {
     qwen3: ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>"],
     llama3: ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>"],
@@ -42,6 +48,14 @@ const ranges = [ // [first, last] code point ranges for random characters
     [0x0600, 0x06ff], [0x0900, 0x097f], [0x0e00, 0x0e7f], [0x00c0, 0x024f], [0x1f300, 0x1f64f], [0x1f900, 0x1f9ff],
     [0x2600, 0x27bf], [0x2000, 0x206f], [0xff01, 0xff5e], [0x0021, 0x007e], [0x00a1, 0x00ff], [0x2190, 0x22ff],
 ];
+// Text NFC changes. Marks of different combining classes: acute 230, dot below 220, cedilla 202, horn 216,
+// ypogegrammeni 240, nukta 7, hebrew sheva 10, arabic fatha 30, diaeresis 230, double macron below 233.
+const marks = [0x301, 0x323, 0x327, 0x31b, 0x345, 0x93c, 0x5b0, 0x64e, 0x308, 0x35f, 0x302, 0x316];
+const decomposedWords = ["cafe\u0301", "re\u0301sume\u0301", "nai\u0308ve", "Stra\u00dfe", "A\u030angstro\u0308m",
+    "e\u0301", "E\u0300", "n\u0303", "o\u0302\u0301", "u\u031b\u0323", "\u03b1\u0313\u0301\u0345",
+    "\u0915\u093c", "\u0b47\u0b3e", "\u0cc6\u0cc2\u0cd5", "\u3099\u304b", "\u304b\u3099", "\u1100\u1161\u11a8"];
+const singletons = [0x212b, 0x2126, 0x212a, 0x340, 0x341, 0x343, 0x344, 0x374, 0x37e, 0x387, 0x1fee, 0x1ffd,
+    0x2000, 0x2001, 0x2329, 0x232a, 0xf900, 0xf91d, 0xfa10, 0xfad9, 0x2f800, 0x2fa1d, 0x958, 0xfb1d, 0xfb2a, 0x2adc];
 const digits = ["0123456789", "٠١٢٣٤٥٦٧٨٩", "０１２３４５６７８９", "½¼²³", "ⅠⅡⅢⅣ"];
 
 function generator(specials, rnd) {
@@ -60,16 +74,37 @@ function generator(specials, rnd) {
         case 5: { let s = ""; for (let n = 1 + int(20); n > 0; --n) s += pick(digits)[0] === "0" ? String(int(10)) : pick([...pick(digits)]); return s; }
         case 6: { let s = ""; for (let n = 1 + int(40); n > 0; --n) s += int(3) ? " " : pick(spaces); return s; }
         case 7: { let s = pick(words); for (let n = 1 + int(3); n > 0; --n) s += String.fromCodePoint(0x300 + int(0x70)); return s; }
-        case 8: return pick(["👍🏽", "👨‍👩‍👧", "🇩🇪", "❤️", "🦙", "😀", "🧑‍💻", "✋🏿"]);
+        case 8: return int(2) ? pick(["👍🏽", "👨‍👩‍👧", "🇩🇪", "❤️", "🦙", "😀", "🧑‍💻", "✋🏿"]) : unnormalized();
         case 9: return pick(specials) + (int(2) ? "" : pick(specials).slice(0, 3));
         case 10: return pick(spaces);
         default: return pick([".", ",", "!", "?", ":", ";", "-", "(", ")", "\"", "'", "...", "—", "“", "”", "。", "、"]);
         }
     };
+    const jamo = () => { // conjoining Hangul: L V (T), a syllable + T, or stray jamo
+        switch (int(4)) {
+        case 0: return String.fromCodePoint(0x1100 + int(19), 0x1161 + int(21));
+        case 1: return String.fromCodePoint(0x1100 + int(19), 0x1161 + int(21), 0x11a8 + int(27));
+        case 2: return String.fromCodePoint(0xac00 + 28 * int(399), 0x11a8 + int(27));
+        default: return String.fromCodePoint(pick([0x1100, 0x1161, 0x11a8, 0x11c2, 0x1175]) + int(3));
+        }
+    };
+    const unnormalized = () => {
+        switch (int(5)) {
+        case 0: return pick(decomposedWords);
+        case 1: { let s = ""; for (let n = 1 + int(4); n > 0; --n) s += jamo(); return s; }
+        case 2: { // a base and marks of mixed combining classes, in random order
+            let s = pick(["a", "e", "o", "u", "s", "A", "\u03b1", "\u0915", "\u05d0", "\u0628", "x"]);
+            for (let n = 1 + int(4); n > 0; --n) s += String.fromCodePoint(pick(marks));
+            return s;
+        }
+        case 3: return String.fromCodePoint(pick(singletons));
+        default: return pick(words) + String.fromCodePoint(pick(marks), pick(marks)) + pick(decomposedWords);
+        }
+    };
     return () => {
         let s = "";
-        for (let n = 1 + int(14); n > 0; --n) s += segment() + (int(3) ? " " : "");
-        return s.normalize("NFC");
+        for (let n = 1 + int(14); n > 0; --n) s += (int(4) ? segment() : unnormalized()) + (int(3) ? " " : "");
+        return s;
     };
 }
 
@@ -79,7 +114,7 @@ async function main() {
     fs.mkdirSync(outDir, { recursive: true });
     for (const [name, specials] of Object.entries(models)) {
         const file = path.join(outDir, `${name}.jsonl`);
-        const header = JSON.stringify({ version, seed, count, model: name });
+        const header = JSON.stringify({ version, generator: generatorHash, seed, count, model: name });
         if (fs.existsSync(file) && fs.readFileSync(file, "utf8").split("\n", 1)[0] === header) continue;
         const dir = path.join(cache, name, "models");
         const tok = lib.TokenizerLoader.fromPreTrained({

@@ -2,6 +2,7 @@
 // tokenizers): every fixtures/vocab/*.gguf, and the qwen2 / llama-bpe vectors with the npm tokenizer.json.
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/tokenizer/loaders.hpp"
+#include "runtime/tokenizer/normalize.hpp"
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,25 @@ TEST(gguf_adapter, llama_bpe_and_qwen2_vectors_match_through_gguf_metadata) {
         ASSERT_TRUE(tok) << tok.error().message;
         check_vectors(*tok, std::string("ggml-vocab-") + pre);
     }
+}
+
+TEST(gguf_adapter, qwen2_gguf_applies_nfc_like_its_tokenizer_json) {
+    auto hf = tk::load_tokenizer(npm_cache / "qwen3" / "models" / "tokenizer.json");
+    ASSERT_TRUE(hf) << hf.error().message;
+    auto v = tk::vocab_from_gguf(to_gguf_metadata(hf->description(), "qwen2"));
+    ASSERT_TRUE(v) << v.error().message;
+    EXPECT_EQ(v->normalizer, tk::normalizer_kind::nfc);
+    auto gguf = tk::tokenizer::create(std::move(*v));
+    ASSERT_TRUE(gguf) << gguf.error().message;
+    const std::string decomposed = "cafe\xCC\x81 \xE2\x84\xAB<|im_end|>\xE1\x84\x80\xE1\x85\xA1 a\xCC\x81\xCC\xA3";
+    const auto ids = gguf->encode(decomposed);
+    EXPECT_EQ(ids, hf->encode(decomposed));
+    EXPECT_EQ(ids, gguf->encode(tk::to_nfc(decomposed)));
+    EXPECT_EQ(gguf->decode(ids), tk::to_nfc(decomposed));
+    auto gpt2 = tk::load_tokenizer(vocab_dir / "ggml-vocab-gpt-2.gguf");
+    ASSERT_TRUE(gpt2) << gpt2.error().message;
+    EXPECT_EQ(gpt2->description().normalizer, tk::normalizer_kind::none);
+    EXPECT_EQ(gpt2->decode(gpt2->encode(decomposed)), decomposed);
 }
 
 TEST(hf_vectors, end_of_generation_sets_of_chat_models) {
