@@ -1,6 +1,7 @@
 // Runs `sluice` as a process: --version/--help, `inspect` on every vocab fixture and a generated MoE model,
 // and malformed input that must end in a clear message and a non-zero exit.
 #include "process.hpp"
+#include "scratch.hpp"
 
 #include "runtime/gguf/model_files.hpp"
 
@@ -13,17 +14,12 @@
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using sluice::test::run_process;
+using sluice::test::scratch_dir;
 using sluice::test::shell_quote;
 
 namespace {
 
 const std::string sluice_exe = SLUICE_EXE;
-
-fs::path scratch_dir() {
-    fs::path dir = fs::path(SLUICE_BINARY_DIR) / "tests" / "cli-scratch";
-    fs::create_directories(dir);
-    return dir;
-}
 
 fs::path demo_model() {
     static const fs::path path = [] {

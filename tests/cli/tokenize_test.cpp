@@ -1,5 +1,6 @@
 // Runs `sluice tokenize` / `sluice detokenize` as processes against the gpt-2 vocab fixture and its vectors.
 #include "process.hpp"
+#include "scratch.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -48,11 +49,7 @@ std::vector<std::pair<std::string, std::string>> gpt2_vectors() {
     return vectors;
 }
 
-fs::path scratch(const std::string& name) {
-    fs::path dir = fs::path(SLUICE_BINARY_DIR) / "tests" / "cli-scratch";
-    fs::create_directories(dir);
-    return dir / name;
-}
+fs::path scratch(const std::string& name) { return sluice::test::scratch_dir() / name; }
 
 } // namespace
 

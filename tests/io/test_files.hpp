@@ -14,13 +14,24 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace sluice::io::test {
 
-/// A folder under the build tree (ext4 here, so O_DIRECT works; /tmp may be tmpfs elsewhere).
+/// A folder under the build tree (ext4 here, so O_DIRECT works; /tmp may be tmpfs elsewhere), one per process
+/// because ctest runs tests as parallel processes; removed when the process exits.
 inline std::filesystem::path data_dir() {
-    std::filesystem::path dir = std::filesystem::path(SLUICE_BINARY_DIR) / "tests" / "io" / "data";
-    std::filesystem::create_directories(dir);
-    return dir;
+    struct process_dir {
+        std::filesystem::path path = std::filesystem::path(SLUICE_BINARY_DIR) / "tests" / "io" / "data" /
+                                     std::to_string(::getpid());
+        process_dir() { std::filesystem::create_directories(path); }
+        ~process_dir() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    };
+    static const process_dir dir;
+    return dir.path;
 }
 
 /// Writes `size` pseudo-random bytes to `path` and returns them.
