@@ -1,11 +1,14 @@
 // Byte-level BPE merging: symbols start as byte tokens; the adjacent pair with the lowest merge rank
-// (leftmost on ties) merges until no ranked pair remains. A heap keeps long pieces O(n log n).
+// (leftmost on ties) merges until no ranked pair remains. A heap keeps long pieces O(n log n). SentencePiece
+// vocabularies with ranked merges (Hugging Face BPE with byte_fallback) start from UTF-8 characters instead.
 #include "runtime/tokenizer/bpe_model.hpp"
 
 #include "runtime/tokenizer/byte_level.hpp"
+#include "runtime/tokenizer/unicode.hpp"
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <queue>
 
 namespace sluice::tokenizer {
@@ -37,13 +40,21 @@ result<bpe_model> bpe_model::build(const vocab& v, const std::unordered_map<std:
     bpe_model m;
     m.ignore_merges_ = v.ignore_merges;
     m.text_to_id_ = &text_to_id;
+    m.characters_ = v.model == model_kind::spm;
+    m.unk_ = v.unk;
     for (unsigned b = 0; b < 256; ++b) {
         std::string text;
-        append_byte_level(text, std::string_view(reinterpret_cast<const char*>(&b), 1));
+        if (m.characters_) {
+            char name[8];
+            std::snprintf(name, sizeof name, "<0x%02X>", b);
+            text = name;
+        } else {
+            append_byte_level(text, std::string_view(reinterpret_cast<const char*>(&b), 1));
+        }
         const auto it = text_to_id.find(text);
         m.byte_token_[b] = it == text_to_id.end() ? -1 : it->second; // e.g. 0xC0: never in valid UTF-8
     }
-    if (m.byte_token_['a'] < 0 || m.byte_token_[' '] < 0) {
+    if (!m.characters_ && (m.byte_token_['a'] < 0 || m.byte_token_[' '] < 0)) {
         return make_error(std::errc::invalid_argument, "vocabulary is not byte-level (no token for 'a' or ' ')");
     }
     const std::size_t slots = std::bit_ceil(std::max<std::size_t>(16, v.merges.size() * 2));
@@ -90,6 +101,13 @@ const bpe_model::merge_entry* bpe_model::find_merge(token_id left, token_id righ
 void bpe_model::encode_piece(std::string_view bytes, std::vector<token_id>& out) const {
     if (bytes.empty())
         return;
+    if (characters_) {
+        thread_local std::vector<token_id> symbols;
+        split_characters(bytes, symbols);
+        merge_symbols(symbols);
+        out.insert(out.end(), symbols.begin(), symbols.end());
+        return;
+    }
     if (bytes.size() == 1) {
         if (const token_id id = byte_token_[static_cast<unsigned char>(bytes[0])]; id >= 0)
             out.push_back(id);
@@ -113,6 +131,34 @@ void bpe_model::encode_piece(std::string_view bytes, std::vector<token_id>& out)
     }
     merge_symbols(symbols);
     out.insert(out.end(), symbols.begin(), symbols.end());
+}
+
+void bpe_model::split_characters(std::string_view text, std::vector<token_id>& symbols) const {
+    symbols.clear();
+    bool last_unknown = false;
+    thread_local std::string key;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t len =
+            std::min(utf8_sequence_length(static_cast<unsigned char>(text[pos])), text.size() - pos);
+        key.assign(text.substr(pos, len));
+        pos += len;
+        if (const auto it = text_to_id_->find(key); it != text_to_id_->end()) {
+            symbols.push_back(it->second);
+            last_unknown = false;
+            continue;
+        }
+        // Byte fallback when every byte has a token, as Hugging Face does; else one (fused) unknown token.
+        const bool all_bytes = std::all_of(key.begin(), key.end(),
+                                           [&](char c) { return byte_token_[static_cast<unsigned char>(c)] >= 0; });
+        if (all_bytes) {
+            for (const char c : key)
+                symbols.push_back(byte_token_[static_cast<unsigned char>(c)]);
+            last_unknown = false;
+        } else if (unk_ && !last_unknown) {
+            symbols.push_back(*unk_);
+            last_unknown = true;
+        }
+    }
 }
 
 void bpe_model::merge_symbols(std::vector<token_id>& symbols) const {

@@ -3,6 +3,8 @@
 
 #include <boost/json.hpp>
 
+#include <cctype>
+
 namespace sluice::tokenizer {
 namespace {
 
@@ -141,6 +143,14 @@ result<void> read_model(const json::object& model, vocab& v) {
             }
         }
     }
+    const auto* fallback = model.if_contains("byte_fallback");
+    if (fallback && fallback->is_bool() && fallback->get_bool()) {
+        const auto* fuse = model.if_contains("fuse_unk");
+        if (fuse == nullptr || !fuse->is_bool() || !fuse->get_bool())
+            return make_error(std::errc::not_supported, "byte_fallback BPE without fuse_unk is not supported");
+        v.model = model_kind::spm; // characters, <0xAB> fallback, U+2581 for spaces: SentencePiece's shape
+        v.rank_merges = true;
+    }
     const auto* ignore = model.if_contains("ignore_merges");
     v.ignore_merges = ignore && ignore->is_bool() && ignore->get_bool();
     return {};
@@ -203,6 +213,96 @@ void read_config(const json::object& cfg, vocab& v) {
     }
 }
 
+constexpr std::string_view metaspace = "\xE2\x96\x81"; // U+2581
+
+bool is_replace(const json::value& n, std::string_view from, std::string_view to) {
+    if (!n.is_object() || str_or_empty(n.get_object().if_contains("type")) != "Replace")
+        return false;
+    const auto* pattern = n.get_object().if_contains("pattern");
+    return pattern && pattern->is_object() && str_or_empty(pattern->get_object().if_contains("String")) == from &&
+           str_or_empty(n.get_object().if_contains("content")) == to;
+}
+
+std::string unsupported(std::string_view what, const json::value& v) {
+    return std::string(what) + " " + json::serialize(v).substr(0, 300) + " is not supported for byte_fallback BPE";
+}
+
+/// Reads the normalizer of a SentencePiece-style BPE model: Sequence[Prepend("▁"), Replace(" ", "▁")], the
+/// Llama 2 / Mistral shape, which is exactly the space prefix and escaping of `model_kind::spm`.
+result<void> read_spm_normalizer(const json::value& n, vocab& v) {
+    const auto* list = n.is_object() ? n.get_object().if_contains("normalizers") : nullptr;
+    if (str_or_empty(n.is_object() ? n.get_object().if_contains("type") : nullptr) != "Sequence" || !list ||
+        !list->is_array() || list->get_array().size() != 2) {
+        return make_error(std::errc::not_supported, unsupported("normalizer", n));
+    }
+    const json::value& first = list->get_array()[0];
+    const bool prepend = first.is_object() && str_or_empty(first.get_object().if_contains("type")) == "Prepend" &&
+                         str_or_empty(first.get_object().if_contains("prepend")) == metaspace;
+    if (!prepend || !is_replace(list->get_array()[1], " ", metaspace))
+        return make_error(std::errc::not_supported, unsupported("normalizer", n));
+    v.add_space_prefix = true;
+    v.normalizer = normalizer_kind::none;
+    v.pre = pre_tokenizer_kind::none;
+    return {};
+}
+
+/// Checks the decoder of a SentencePiece-style BPE model: Replace("▁", " "), ByteFallback, Fuse and
+/// Strip(" ", 1, 0) are what `model_kind::spm` decoding does (the strip undoes the prepended space).
+result<void> check_spm_decoder(const json::value& d) {
+    const auto* list = d.is_object() ? d.get_object().if_contains("decoders") : nullptr;
+    if (list == nullptr || !list->is_array() || list->get_array().size() != 4)
+        return make_error(std::errc::not_supported, unsupported("decoder", d));
+    const auto& steps = list->get_array();
+    auto type_of = [&](std::size_t i) {
+        return str_or_empty(steps[i].is_object() ? steps[i].get_object().if_contains("type") : nullptr);
+    };
+    const bool ok = is_replace(steps[0], metaspace, " ") && type_of(1) == "ByteFallback" && type_of(2) == "Fuse" &&
+                    type_of(3) == "Strip" && str_or_empty(steps[3].get_object().if_contains("content")) == " " &&
+                    steps[3].get_object().if_contains("start") && *steps[3].get_object().if_contains("start") == 1 &&
+                    steps[3].get_object().if_contains("stop") && *steps[3].get_object().if_contains("stop") == 0;
+    if (!ok)
+        return make_error(std::errc::not_supported, unsupported("decoder", d));
+    return {};
+}
+
+/// Normalizer, pre-tokenizer, decoder and byte-token types of a byte_fallback BPE model.
+result<void> read_spm_pipeline(const json::object& obj, vocab& v) {
+    const json::value null;
+    const auto* pre = obj.if_contains("pre_tokenizer");
+    if (pre != nullptr && !pre->is_null())
+        return make_error(std::errc::not_supported, unsupported("pre_tokenizer", *pre));
+    const auto* normalizer = obj.if_contains("normalizer");
+    if (auto r = read_spm_normalizer(normalizer ? *normalizer : null, v); !r)
+        return r;
+    const auto* decoder = obj.if_contains("decoder");
+    if (auto r = check_spm_decoder(decoder ? *decoder : null); !r)
+        return r;
+    for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+        const std::string& t = v.tokens[i];
+        if (t.size() == 6 && t.starts_with("<0x") && t.back() == '>' &&
+            std::isxdigit(static_cast<unsigned char>(t[3])) && std::isxdigit(static_cast<unsigned char>(t[4])) &&
+            v.types[i] == token_type::normal) {
+            v.types[i] = token_type::byte;
+        }
+    }
+    return {};
+}
+
+/// Pre-tokenizer and normalizer of a byte-level BPE model.
+result<void> read_byte_level_pipeline(const json::object& obj, vocab& v) {
+    const auto* pre = obj.if_contains("pre_tokenizer");
+    auto kind = detect_pre_tokenizer(pre ? *pre : json::value());
+    if (!kind)
+        return kind.error();
+    v.pre = *kind;
+    const auto* normalizer = obj.if_contains("normalizer");
+    auto norm = read_normalizer(normalizer ? *normalizer : json::value());
+    if (!norm)
+        return norm.error();
+    v.normalizer = *norm;
+    return {};
+}
+
 } // namespace
 
 result<vocab> vocab_from_hf_json(std::string_view tokenizer_json, std::string_view config_json) {
@@ -220,16 +320,9 @@ result<vocab> vocab_from_hf_json(std::string_view tokenizer_json, std::string_vi
         return r.error().with_context("tokenizer.json");
     if (auto r = read_added_tokens(obj, v); !r)
         return r.error().with_context("tokenizer.json");
-    const auto* pre = obj.if_contains("pre_tokenizer");
-    auto kind = detect_pre_tokenizer(pre ? *pre : json::value());
-    if (!kind)
-        return kind.error().with_context("tokenizer.json");
-    v.pre = *kind;
-    const auto* normalizer = obj.if_contains("normalizer");
-    auto norm = read_normalizer(normalizer ? *normalizer : json::value());
-    if (!norm)
-        return norm.error().with_context("tokenizer.json");
-    v.normalizer = *norm;
+    auto pipeline = v.model == model_kind::spm ? read_spm_pipeline(obj, v) : read_byte_level_pipeline(obj, v);
+    if (!pipeline)
+        return pipeline.error().with_context("tokenizer.json");
     if (!config_json.empty()) {
         const json::value cfg = json::parse(config_json, ec);
         if (ec || !cfg.is_object())

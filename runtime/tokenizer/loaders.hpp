@@ -19,7 +19,9 @@ namespace sluice::tokenizer {
 result<vocab> vocab_from_gguf(const gguf::metadata& kv);
 
 /// Builds a vocabulary from the text of a tokenizer.json and (may be empty) tokenizer_config.json.
-/// Supports byte-level BPE models with the pre-tokenizers of `pre_tokenizer_kind`.
+/// Supports byte-level BPE models with the pre-tokenizers of `pre_tokenizer_kind`, and BPE models with
+/// byte_fallback in the Llama 2 / Mistral shape (Prepend/Replace normalizer, no pre-tokenizer), which load as
+/// `model_kind::spm` with `rank_merges`. Other components are errors that name them.
 result<vocab> vocab_from_hf_json(std::string_view tokenizer_json, std::string_view config_json);
 
 /// Loads a tokenizer from `path`: a GGUF file (by its magic) or a tokenizer.json, in which case a

@@ -29,9 +29,9 @@ std::string stream_decoder::push(token_id id) {
     std::string_view p = tok_->piece(id, opts_.skip_special);
     if (p.empty())
         return {};
-    if (first_ && !tok_->is_control(id)) {
+    const vocab& v = tok_->description();
+    if (first_ && (v.rank_merges || !tok_->is_control(id))) { // as tokenizer::decode strips
         first_ = false;
-        const vocab& v = tok_->description();
         if (v.model == model_kind::spm && v.add_space_prefix && opts_.strip_space_prefix && p.front() == ' ') {
             p.remove_prefix(1);
         }

@@ -154,7 +154,7 @@ result<tokenizer> tokenizer::create(vocab v) {
     s->v = std::move(v);
     s->index_tokens();
     s->collect_end_of_generation();
-    if (s->v.model == model_kind::bpe) {
+    if (s->v.model == model_kind::bpe || s->v.rank_merges) {
         auto m = bpe_model::build(s->v, s->text_to_id);
         if (!m)
             return m.error().with_context("BPE vocabulary");
@@ -176,7 +176,7 @@ void tokenizer::encode_text(std::string_view text, bool after_special, std::vect
         thread_local std::string normalized;
         text = to_nfc(text, normalized);
     }
-    if (s.spm) {
+    if (s.v.model == model_kind::spm) {
         thread_local std::string escaped;
         escaped.clear();
         if (s.v.add_space_prefix && after_special)
@@ -188,7 +188,11 @@ void tokenizer::encode_text(std::string_view text, bool after_special, std::vect
                 escaped += c;
             }
         }
-        s.spm->encode_text(escaped, out);
+        if (s.spm) {
+            s.spm->encode_text(escaped, out);
+        } else {
+            s.bpe->encode_piece(escaped, out);
+        }
         return;
     }
     thread_local std::vector<text_span> pieces;
@@ -246,12 +250,14 @@ std::string_view tokenizer::piece(token_id id, bool skip_special) const {
 std::string tokenizer::decode(std::span<const token_id> ids, const decode_options& opts) const {
     const state& s = *state_;
     std::string out;
-    bool strip = s.spm && s.v.add_space_prefix && opts.strip_space_prefix;
+    bool strip = s.v.model == model_kind::spm && s.v.add_space_prefix && opts.strip_space_prefix;
     for (const token_id id : ids) {
         std::string_view p = piece(id, opts.skip_special);
         if (p.empty())
             continue;
-        if (strip && s.type_of(id) != token_type::control) {
+        // Hugging Face's Strip decoder (rank_merges vocabularies) cuts the space off the whole decoded text,
+        // so a leading control token ends the stripping; llama.cpp strips the first text piece after it.
+        if (strip && (s.v.rank_merges || s.type_of(id) != token_type::control)) {
             if (p.front() == ' ')
                 p.remove_prefix(1);
             strip = false;

