@@ -163,31 +163,7 @@ bool contains(const value& container, const value& item) {
 
 // Markup text stays as is; plain strings are HTML-escaped (markupsafe.escape).
 static std::string html_escape(const value& v) {
-    if (v.is_markup())
-        return v.as_string();
-    std::string out;
-    for (char c : v.as_string()) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&#34;";
-            break;
-        case '\'':
-            out += "&#39;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
+    return v.is_markup() ? v.as_string() : escape_html(v.as_string());
 }
 
 static value repeat(const value& seq, std::int64_t n) {

@@ -461,31 +461,7 @@ value f_attr(const value& v, call_args& a) {
 }
 
 value f_escape(const value& v, call_args&) {
-    if (v.is_markup())
-        return v;
-    std::string out;
-    for (char c : to_str(v)) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&#34;";
-            break;
-        case '\'':
-            out += "&#39;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return value(markup_text{std::move(out)});
+    return v.is_markup() ? v : value(markup_text{escape_html(to_str(v))});
 }
 
 // printf-style `"%s and %d" | format(a, b)`.

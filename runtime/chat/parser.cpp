@@ -46,6 +46,9 @@ private:
 
     expr_ptr parse_tuple(bool with_condexpr, bool assignment = false);
     expr_ptr parse_expression(bool with_condexpr = true);
+    /// Parses `operand (op operand)*` left-associatively while `matches()` sees an operator token.
+    template <class Match, class Operand>
+    expr_ptr parse_left_assoc(Match matches, Operand operand);
     expr_ptr parse_or();
     expr_ptr parse_and();
     expr_ptr parse_not();
@@ -390,26 +393,25 @@ expr_ptr parser::parse_expression(bool with_condexpr) {
     return node;
 }
 
-expr_ptr parser::parse_or() {
-    expr_ptr left = parse_and();
-    while (is_name("or")) {
-        auto b = make(expr_kind::binary, next().line, "or");
+template <class Match, class Operand>
+expr_ptr parser::parse_left_assoc(Match matches, Operand operand) {
+    expr_ptr left = operand();
+    while (matches()) {
+        const token& op = next();
+        auto b = make(expr_kind::binary, op.line, op.text);
         b->operands.push_back(std::move(left));
-        b->operands.push_back(parse_and());
+        b->operands.push_back(operand());
         left = std::move(b);
     }
     return left;
 }
 
+expr_ptr parser::parse_or() {
+    return parse_left_assoc([this] { return is_name("or"); }, [this] { return parse_and(); });
+}
+
 expr_ptr parser::parse_and() {
-    expr_ptr left = parse_not();
-    while (is_name("and")) {
-        auto b = make(expr_kind::binary, next().line, "and");
-        b->operands.push_back(std::move(left));
-        b->operands.push_back(parse_not());
-        left = std::move(b);
-    }
-    return left;
+    return parse_left_assoc([this] { return is_name("and"); }, [this] { return parse_not(); });
 }
 
 expr_ptr parser::parse_not() {
@@ -452,47 +454,19 @@ expr_ptr parser::parse_compare() {
 }
 
 expr_ptr parser::parse_math1() {
-    expr_ptr left = parse_concat();
-    while (is_op("+") || is_op("-")) {
-        auto b = make(expr_kind::binary, peek().line, next().text);
-        b->operands.push_back(std::move(left));
-        b->operands.push_back(parse_concat());
-        left = std::move(b);
-    }
-    return left;
+    return parse_left_assoc([this] { return is_op("+") || is_op("-"); }, [this] { return parse_concat(); });
 }
 
 expr_ptr parser::parse_concat() {
-    expr_ptr left = parse_math2();
-    while (is_op("~")) {
-        auto b = make(expr_kind::binary, next().line, "~");
-        b->operands.push_back(std::move(left));
-        b->operands.push_back(parse_math2());
-        left = std::move(b);
-    }
-    return left;
+    return parse_left_assoc([this] { return is_op("~"); }, [this] { return parse_math2(); });
 }
 
 expr_ptr parser::parse_math2() {
-    expr_ptr left = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-        auto b = make(expr_kind::binary, peek().line, next().text);
-        b->operands.push_back(std::move(left));
-        b->operands.push_back(parse_pow());
-        left = std::move(b);
-    }
-    return left;
+    return parse_left_assoc([this] { return is_op("*") || is_op("/") || is_op("//") || is_op("%"); }, [this] { return parse_pow(); });
 }
 
 expr_ptr parser::parse_pow() {
-    expr_ptr left = parse_unary();
-    while (is_op("**")) {
-        auto b = make(expr_kind::binary, next().line, "**");
-        b->operands.push_back(std::move(left));
-        b->operands.push_back(parse_unary());
-        left = std::move(b);
-    }
-    return left;
+    return parse_left_assoc([this] { return is_op("**"); }, [this] { return parse_unary(); });
 }
 
 expr_ptr parser::parse_unary(bool with_filter) {

@@ -1,5 +1,6 @@
 // Python semantics of Jinja values: truthiness, equality, ordering, str() and repr().
 #include "runtime/chat/value.hpp"
+#include "runtime/tokenizer/unicode.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -347,35 +348,6 @@ value key_value(const std::string& key) {
 
 namespace {
 
-unsigned decode_utf8(std::string_view s, std::size_t& i) {
-    auto c = static_cast<unsigned char>(s[i++]);
-    if (c < 0x80)
-        return c;
-    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
-    unsigned cp = c & (extra == 3 ? 0x07u : extra == 2 ? 0x0Fu : 0x1Fu);
-    for (int k = 0; k < extra && i < s.size(); ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(s[i++]) & 0x3Fu);
-    return cp;
-}
-
-void encode_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
 // Upper-case partner of a lower-case letter (or the letter itself).
 unsigned to_upper_cp(unsigned c) {
     if ((c >= 'a' && c <= 'z') || (c >= 0xE0 && c <= 0xFE && c != 0xF7) || (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) ||
@@ -415,12 +387,18 @@ std::string change_case(std::string_view s, bool upper) {
     std::string out;
     out.reserve(s.size());
     for (std::size_t i = 0; i < s.size();) {
-        unsigned cp = decode_utf8(s, i);
+        std::size_t len = 1;
+        const unsigned cp = tokenizer::decode_utf8(s, i, len);
+        if (len == 1 && static_cast<unsigned char>(s[i]) >= 0x80) {
+            out += s[i++]; // a byte of an invalid sequence passes through unchanged
+            continue;
+        }
+        i += len;
         if (upper && cp == 0xDF) {
             out += "SS";
             continue;
         }
-        encode_utf8(out, upper ? to_upper_cp(cp) : to_lower_cp(cp));
+        tokenizer::append_utf8(out, upper ? to_upper_cp(cp) : to_lower_cp(cp));
     }
     return out;
 }
@@ -442,6 +420,33 @@ std::vector<std::string> utf8_chars(std::string_view s) {
             ++j;
         out.emplace_back(s.substr(i, j - i));
         i = j;
+    }
+    return out;
+}
+
+std::string escape_html(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&#34;";
+            break;
+        case '\'':
+            out += "&#39;";
+            break;
+        default:
+            out += c;
+        }
     }
     return out;
 }

@@ -175,6 +175,9 @@ int compare(const value& a, const value& b, std::string_view op = "<");
 
 /// Python `str(v)` (how `{{ v }}` prints): repr for items inside containers, '' for undefined.
 std::string to_str(const value& v);
+
+/// `text` with & < > " ' replaced by HTML entities, as markupsafe.escape writes them.
+std::string escape_html(std::string_view text);
 /// Python `repr(v)`.
 std::string to_repr(const value& v);
 /// Python float repr ("1.0", "1e+16", "0.1").
