@@ -13,6 +13,8 @@ public:
     explicit parser(const std::vector<token>& tokens) : tokens_(tokens) {}
 
     stmt_list parse_body(std::initializer_list<std::string_view> end_tags);
+    /// After a block tag's arguments: its `%}`, the body, and the closing `{% end_tag %}`.
+    stmt_list parse_block_to_end(std::string_view end_tag);
     const token& peek(std::size_t ahead = 0) const {
         std::size_t i = pos_ + ahead;
         return i < tokens_.size() ? tokens_[i] : tokens_.back();
@@ -143,6 +145,15 @@ expr_ptr parser::make(expr_kind kind, int line, std::string name) {
 }
 
 // Parses statements until a block tag whose keyword is in `end_tags` (left unconsumed) or the end.
+stmt_list parser::parse_block_to_end(std::string_view end_tag) {
+    expect_block_end();
+    stmt_list body = parse_body({end_tag});
+    next(); // the `{%` of the closing tag
+    next(); // its name
+    expect_block_end();
+    return body;
+}
+
 stmt_list parser::parse_body(std::initializer_list<std::string_view> end_tags) {
     stmt_list body;
     while (true) {
@@ -217,11 +228,7 @@ stmt_ptr parser::parse_statement() {
     }
     if (keyword == "generation") {
         s->kind = stmt_kind::generation;
-        expect_block_end();
-        s->body = parse_body({"endgeneration"});
-        next();
-        next();
-        expect_block_end();
+        s->body = parse_block_to_end("endgeneration");
         return s;
     }
     error_at(t, "unknown tag '" + keyword + "'");
@@ -290,11 +297,7 @@ stmt_ptr parser::parse_set(int line) {
     s->name = "block";
     if (is_op("|"))
         s->value = parse_filters(nullptr);
-    expect_block_end();
-    s->body = parse_body({"endset"});
-    next();
-    next();
-    expect_block_end();
+    s->body = parse_block_to_end("endset");
     return s;
 }
 
@@ -328,11 +331,7 @@ stmt_ptr parser::parse_call_block(int line) {
     s->kind = stmt_kind::call_block;
     s->line = line;
     s->value = parse_expression();
-    expect_block_end();
-    s->body = parse_body({"endcall"});
-    next();
-    next();
-    expect_block_end();
+    s->body = parse_block_to_end("endcall");
     return s;
 }
 
@@ -341,11 +340,7 @@ stmt_ptr parser::parse_filter_block(int line) {
     s->kind = stmt_kind::filter;
     s->line = line;
     s->value = parse_filters(nullptr, true);
-    expect_block_end();
-    s->body = parse_body({"endfilter"});
-    next();
-    next();
-    expect_block_end();
+    s->body = parse_block_to_end("endfilter");
     return s;
 }
 
