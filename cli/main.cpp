@@ -1,5 +1,9 @@
 // Entry point of the `sluice` executable: parses the command line and runs one subcommand.
+#include "cli/bench_command.hpp"
+#include "cli/convert_command.hpp"
 #include "cli/inspect_command.hpp"
+#include "cli/mkmodel_command.hpp"
+#include "cli/run_command.hpp"
 #include "cli/template_command.hpp"
 #include "cli/tokenize_command.hpp"
 
@@ -17,6 +21,10 @@ int main(int argc, char** argv) {
     sluice::cli::add_inspect_command(app);
     sluice::cli::add_tokenize_commands(app);
     sluice::cli::add_template_command(app);
+    sluice::cli::add_mkmodel_command(app);
+    sluice::cli::add_convert_command(app);
+    sluice::cli::add_run_command(app);
+    sluice::cli::add_bench_command(app);
 
     try {
         app.parse(argc, argv);

@@ -1,5 +1,5 @@
-// GQA attention: per query head, scores through the F16 dot kernel, a stable softmax, then a weighted sum
-// of value rows dequantized through the F16 kernel.
+// GQA attention: per query head, scores through the cache format's dot kernel (F16 or F32), a stable softmax, then a
+// weighted sum of value rows dequantized through the same format's kernel.
 #include "kernels/attention.hpp"
 
 #include "kernels/cpu/format_kernels.hpp"
@@ -11,10 +11,19 @@
 
 namespace sluice::kernels {
 
-void attention_f16(const attention_shape& s, const float* q, const std::uint16_t* k, const std::uint16_t* v,
-                   float* out, std::size_t head_begin, std::size_t head_end, isa_level isa) {
+void attention_f16(const attention_shape& s, const float* q, const std::uint16_t* k, const std::uint16_t* v, float* out,
+                   std::size_t head_begin, std::size_t head_end, isa_level isa) {
+    attention(s, quant_type::f16, q, k, v, out, head_begin, head_end, isa);
+}
+
+void attention(const attention_shape& s, quant_type kv_type, const float* q, const void* k_cache, const void* v_cache,
+               float* out, std::size_t head_begin, std::size_t head_end, isa_level isa) {
     assert(s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 && s.kv_len >= s.first_pos + s.n_tokens);
-    const format_kernels& f16 = *find_format_kernels(std::min(isa, detect_isa()), quant_type::f16);
+    assert(kv_type == quant_type::f16 || kv_type == quant_type::f32);
+    const format_kernels& kv = *find_format_kernels(std::min(isa, detect_isa()), kv_type);
+    const std::size_t elem = kv_type == quant_type::f16 ? 2 : 4;
+    const auto* k = static_cast<const std::byte*>(k_cache);
+    const auto* v = static_cast<const std::byte*>(v_cache);
     const std::size_t group = s.n_heads / s.n_kv_heads;
     std::vector<float> score(s.kv_len);
     std::vector<float> v_row(s.head_dim);
@@ -26,7 +35,7 @@ void attention_f16(const attention_shape& s, const float* q, const std::uint16_t
             // Scores and their maximum.
             float max = -INFINITY;
             for (std::size_t j = 0; j < visible; ++j) {
-                score[j] = s.scale * f16.dot(s.head_dim, k + j * s.kv_token_stride + kv_off, qh);
+                score[j] = s.scale * kv.dot(s.head_dim, k + (j * s.kv_token_stride + kv_off) * elem, qh);
                 max = std::max(max, score[j]);
             }
             float sum = 0;
@@ -38,7 +47,7 @@ void attention_f16(const attention_shape& s, const float* q, const std::uint16_t
             float* o = out + t * s.q_token_stride + h * s.head_dim;
             std::fill(o, o + s.head_dim, 0.0f);
             for (std::size_t j = 0; j < visible; ++j) {
-                f16.dequantize(v + j * s.kv_token_stride + kv_off, v_row.data(), s.head_dim);
+                kv.dequantize(v + (j * s.kv_token_stride + kv_off) * elem, v_row.data(), s.head_dim);
                 const float p = score[j];
                 for (std::size_t d = 0; d < s.head_dim; ++d) {
                     o[d] += p * v_row[d];

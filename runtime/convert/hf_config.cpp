@@ -1,0 +1,301 @@
+// config.json to model_hparams, following llama.cpp's convert_hf_to_gguf.py for each supported class.
+#include "runtime/convert/hf_config.hpp"
+
+#include <boost/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace sluice::convert {
+
+namespace json = boost::json;
+
+namespace {
+
+error field_error(std::string_view field, std::string_view why) {
+    return make_error(std::errc::invalid_argument,
+                      "config.json: field " + std::string(field) + ": " + std::string(why));
+}
+
+error unsupported(std::string_view field, std::string_view why) {
+    return make_error(std::errc::not_supported, "config.json: field " + std::string(field) + ": " + std::string(why));
+}
+
+/// Typed, checked access to the config object; absent and null fields count as missing.
+class fields {
+public:
+    explicit fields(const json::object& o) : o_(o) {}
+
+    [[nodiscard]] const json::value* find(std::string_view key) const {
+        const auto* v = o_.if_contains(key);
+        return v == nullptr || v->is_null() ? nullptr : v;
+    }
+
+    result<std::uint32_t> u32(std::string_view key) const {
+        const auto* v = find(key);
+        if (v == nullptr) {
+            return field_error(key, "missing");
+        }
+        const bool ok =
+            (v->is_int64() && v->get_int64() >= 0 && v->get_int64() <= std::numeric_limits<std::uint32_t>::max()) ||
+            (v->is_uint64() && v->get_uint64() <= std::numeric_limits<std::uint32_t>::max());
+        if (!ok) {
+            return field_error(key, "expected an unsigned 32-bit integer, found " + json::serialize(*v));
+        }
+        return static_cast<std::uint32_t>(v->is_int64() ? v->get_int64() : static_cast<std::int64_t>(v->get_uint64()));
+    }
+
+    result<std::uint32_t> u32_or(std::string_view key, std::uint32_t fallback) const {
+        return find(key) ? u32(key) : result<std::uint32_t>(fallback);
+    }
+
+    result<double> number_or(std::string_view key, double fallback) const {
+        const auto* v = find(key);
+        if (v == nullptr) {
+            return fallback;
+        }
+        if (!v->is_number()) {
+            return field_error(key, "expected a number, found " + json::serialize(*v));
+        }
+        return v->to_number<double>();
+    }
+
+    result<std::optional<bool>> boolean(std::string_view key) const {
+        const auto* v = find(key);
+        if (v == nullptr) {
+            return std::optional<bool>{};
+        }
+        if (!v->is_bool()) {
+            return field_error(key, "expected true or false, found " + json::serialize(*v));
+        }
+        return std::optional<bool>{v->get_bool()};
+    }
+
+private:
+    const json::object& o_;
+};
+
+struct class_entry {
+    std::string_view hf_class;
+    hf_family family;
+    std::string_view arch;
+};
+
+constexpr class_entry classes[] = {
+    {"LlamaForCausalLM", hf_family::llama, "llama"},          {"MistralForCausalLM", hf_family::llama, "llama"},
+    {"MixtralForCausalLM", hf_family::mixtral, "llama"},      {"Qwen2ForCausalLM", hf_family::qwen2, "qwen2"},
+    {"Qwen3ForCausalLM", hf_family::qwen3, "qwen3"},          {"Qwen2MoeForCausalLM", hf_family::qwen2moe, "qwen2moe"},
+    {"Qwen3MoeForCausalLM", hf_family::qwen3moe, "qwen3moe"}, {"OlmoeForCausalLM", hf_family::olmoe, "olmoe"},
+};
+
+#define SLUICE_CONFIG_TRY(target, expr)                                                                                \
+    do {                                                                                                               \
+        auto try_value_ = (expr);                                                                                      \
+        if (!try_value_) {                                                                                             \
+            return std::move(try_value_).error();                                                                      \
+        }                                                                                                              \
+        target = *try_value_;                                                                                          \
+    } while (false)
+
+/// rope_scaling (transformers 4) or rope_parameters (transformers 5): absent, {"type"|"rope_type": "default"} or
+/// linear with a factor. rope_parameters may also carry rope_theta.
+result<void> read_rope_scaling(const fields& f, models::model_hparams& hp) {
+    std::string_view field = "rope_scaling";
+    const auto* v = f.find(field);
+    if (v == nullptr) {
+        field = "rope_parameters";
+        v = f.find(field);
+    }
+    if (v == nullptr) {
+        return {};
+    }
+    if (!v->is_object()) {
+        return field_error(field, "expected an object");
+    }
+    if (const auto* theta = v->get_object().if_contains("rope_theta"); theta && f.find("rope_theta") == nullptr) {
+        if (!theta->is_number() || !(theta->to_number<double>() > 0.0)) {
+            return field_error("rope_parameters.rope_theta", "expected a positive number");
+        }
+        hp.rope.freq_base = static_cast<float>(theta->to_number<double>());
+    }
+    const auto& o = v->get_object();
+    const auto* type = o.if_contains("rope_type");
+    if (type == nullptr) {
+        type = o.if_contains("type");
+    }
+    const std::string_view name = type && type->is_string() ? std::string_view(type->get_string()) : "";
+    if (type == nullptr || name == "default") {
+        return {};
+    }
+    if (name != "linear") {
+        std::string why = "'";
+        why += name;
+        why += "' is not supported (only linear is)";
+        return unsupported(std::string(field) + ".type", why);
+    }
+    const auto* factor = o.if_contains("factor");
+    if (factor == nullptr || !factor->is_number() || !(factor->to_number<double>() > 0.0)) {
+        return field_error(std::string(field) + ".factor", "expected a positive number");
+    }
+    hp.rope.freq_scale = static_cast<float>(1.0 / factor->to_number<double>());
+    return {};
+}
+
+/// Features some configs carry that the GGUF architectures cannot express.
+result<void> reject_unsupported(const fields& f, hf_family family) {
+    const bool biased_family = family == hf_family::qwen2 || family == hf_family::qwen2moe;
+    if (auto b = f.boolean("attention_bias"); !b) {
+        return b.error();
+    } else if (!biased_family && b->value_or(false)) {
+        return unsupported("attention_bias", "true is not supported for this architecture");
+    }
+    if (auto b = f.boolean("mlp_bias"); !b) {
+        return b.error();
+    } else if (b->value_or(false)) {
+        return unsupported("mlp_bias", "true is not supported");
+    }
+    if (auto b = f.boolean("use_sliding_window"); !b) {
+        return b.error();
+    } else if (b->value_or(false)) {
+        return unsupported("use_sliding_window", "sliding-window attention is not supported");
+    }
+    if (f.find("clip_qkv") != nullptr) {
+        return unsupported("clip_qkv", "qkv clipping is not supported");
+    }
+    if (auto p = f.number_or("partial_rotary_factor", 1.0); !p) {
+        return p.error();
+    } else if (*p != 1.0) {
+        return unsupported("partial_rotary_factor", "partial rotary embeddings are not supported");
+    }
+    if (const auto* act = f.find("hidden_act"); act && (!act->is_string() || act->get_string() != "silu")) {
+        return unsupported("hidden_act", json::serialize(*act) + " is not supported (only silu is)");
+    }
+    if (family == hf_family::qwen2moe || family == hf_family::qwen3moe) {
+        if (const auto* only = f.find("mlp_only_layers"); only && (!only->is_array() || !only->get_array().empty())) {
+            return unsupported("mlp_only_layers", "dense layers inside the MoE stack are not supported");
+        }
+        if (auto step = f.u32_or("decoder_sparse_step", 1); !step) {
+            return step.error();
+        } else if (*step != 1) {
+            return unsupported("decoder_sparse_step", "only 1 (every layer MoE) is supported");
+        }
+    }
+    return {};
+}
+
+/// Expert counts and sizes per family.
+result<void> read_experts(const fields& f, hf_family family, models::model_hparams& hp) {
+    switch (family) {
+    case hf_family::llama:
+    case hf_family::qwen2:
+    case hf_family::qwen3:
+        return {};
+    case hf_family::mixtral:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_local_experts"));
+        hp.n_ff_exp = hp.n_ff;
+        break;
+    case hf_family::qwen2moe:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        SLUICE_CONFIG_TRY(hp.n_ff_exp, f.u32("moe_intermediate_size"));
+        SLUICE_CONFIG_TRY(hp.n_ff_shexp, f.u32("shared_expert_intermediate_size"));
+        break;
+    case hf_family::qwen3moe:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        SLUICE_CONFIG_TRY(hp.n_ff_exp, f.u32("moe_intermediate_size"));
+        break;
+    case hf_family::olmoe:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        hp.n_ff_exp = hp.n_ff;
+        break;
+    }
+    SLUICE_CONFIG_TRY(hp.n_expert_used, f.u32("num_experts_per_tok"));
+    if (hp.n_expert == 0 || hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert) {
+        return field_error("num_experts_per_tok", "must be between 1 and the number of experts");
+    }
+    return {};
+}
+
+/// Dimensions, rope base and norm epsilon.
+result<void> read_sizes(const fields& f, models::model_hparams& hp) {
+    SLUICE_CONFIG_TRY(hp.n_vocab, f.u32("vocab_size"));
+    SLUICE_CONFIG_TRY(hp.n_embd, f.u32("hidden_size"));
+    SLUICE_CONFIG_TRY(hp.n_layer, f.u32("num_hidden_layers"));
+    SLUICE_CONFIG_TRY(hp.n_head, f.u32("num_attention_heads"));
+    SLUICE_CONFIG_TRY(hp.n_head_kv, f.u32_or("num_key_value_heads", hp.n_head));
+    SLUICE_CONFIG_TRY(hp.n_ctx_train, f.u32_or("max_position_embeddings", 4096));
+    SLUICE_CONFIG_TRY(hp.n_ff, f.u32("intermediate_size"));
+    if (hp.n_head == 0 || hp.n_embd % hp.n_head != 0) {
+        if (f.find("head_dim") == nullptr) {
+            return field_error("num_attention_heads", "must divide hidden_size when head_dim is not given");
+        }
+    }
+    SLUICE_CONFIG_TRY(hp.head_dim, f.u32_or("head_dim", hp.n_head ? hp.n_embd / hp.n_head : 0));
+    hp.head_dim_v = hp.head_dim;
+    hp.rope.n_rot = hp.head_dim;
+    double rope_theta = 10000.0;
+    double eps = 1e-6;
+    SLUICE_CONFIG_TRY(rope_theta, f.number_or("rope_theta", 10000.0));
+    SLUICE_CONFIG_TRY(eps, f.number_or("rms_norm_eps", 1e-6));
+    hp.rope.freq_base = static_cast<float>(rope_theta);
+    hp.rms_eps = static_cast<float>(eps);
+    return {};
+}
+
+} // namespace
+
+result<hf_model_config> parse_hf_config(std::string_view config_json) {
+    boost::system::error_code ec;
+    const json::value root = json::parse(config_json, ec);
+    if (ec || !root.is_object()) {
+        return make_error(std::errc::bad_message,
+                          "config.json: not a JSON object" + (ec ? " (" + ec.message() + ")" : std::string()));
+    }
+    const fields f(root.get_object());
+    const auto* archs = f.find("architectures");
+    if (archs == nullptr || !archs->is_array() || archs->get_array().empty() || !archs->get_array()[0].is_string()) {
+        return field_error("architectures", "expected a list naming the model class");
+    }
+    hf_model_config cfg;
+    cfg.hf_class = std::string(archs->get_array()[0].get_string());
+    const class_entry* entry = nullptr;
+    std::string known;
+    for (const auto& c : classes) {
+        entry = c.hf_class == cfg.hf_class ? &c : entry;
+        known += (known.empty() ? "" : ", ") + std::string(c.hf_class);
+    }
+    if (entry == nullptr) {
+        return unsupported("architectures",
+                           "model class " + cfg.hf_class + " is not supported (supported: " + known + ")");
+    }
+    cfg.family = entry->family;
+    auto& hp = cfg.hp;
+    hp.arch = std::string(entry->arch);
+    if (auto r = reject_unsupported(f, cfg.family); !r) {
+        return r.error();
+    }
+
+    if (auto r = read_sizes(f, hp); !r) {
+        return r.error();
+    }
+    if (auto r = read_rope_scaling(f, hp); !r) {
+        return r.error();
+    }
+    if (auto r = read_experts(f, cfg.family, hp); !r) {
+        return r.error();
+    }
+
+    // Flags.
+    if (auto tied = f.boolean("tie_word_embeddings"); !tied) {
+        return tied.error();
+    } else {
+        cfg.tied_embeddings = tied->value_or(false);
+    }
+    if (auto norm = f.boolean("norm_topk_prob"); !norm) {
+        return norm.error();
+    } else {
+        cfg.norm_topk_prob = *norm;
+    }
+    return cfg;
+}
+
+} // namespace sluice::convert

@@ -1,0 +1,360 @@
+// Safetensors checkpoints: header parsing with checked offsets, shard discovery, row reads widened to float.
+#include "runtime/convert/safetensors.hpp"
+
+#include "io/reader.hpp"
+#include "kernels/quant.hpp"
+#include "runtime/convert/text_file.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <optional>
+
+namespace sluice::convert {
+
+namespace json = boost::json;
+
+namespace {
+
+/// The safetensors format caps the header at 100 MB.
+constexpr std::uint64_t max_header_bytes = std::uint64_t{100} << 20;
+
+error bad_file(std::string message) {
+    return make_error(std::errc::bad_message, std::move(message));
+}
+
+struct dtype_info {
+    std::string_view name;
+    st_dtype dtype;
+    std::uint32_t size;
+};
+
+constexpr dtype_info dtypes[] = {
+    {"F32", st_dtype::f32, 4},    {"F16", st_dtype::f16, 2},       {"BF16", st_dtype::bf16, 2},
+    {"F64", st_dtype::other, 8},  {"I64", st_dtype::other, 8},     {"U64", st_dtype::other, 8},
+    {"I32", st_dtype::other, 4},  {"U32", st_dtype::other, 4},     {"I16", st_dtype::other, 2},
+    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},      {"U8", st_dtype::other, 1},
+    {"BOOL", st_dtype::other, 1}, {"F8_E4M3", st_dtype::other, 1}, {"F8_E5M2", st_dtype::other, 1},
+};
+
+const dtype_info* find_dtype(std::string_view name) {
+    for (const auto& d : dtypes) {
+        if (d.name == name) {
+            return &d;
+        }
+    }
+    return nullptr;
+}
+
+std::optional<std::uint64_t> to_u64(const json::value& v) {
+    if (v.is_uint64()) {
+        return v.get_uint64();
+    }
+    if (v.is_int64() && v.get_int64() >= 0) {
+        return static_cast<std::uint64_t>(v.get_int64());
+    }
+    return std::nullopt;
+}
+
+/// One header entry to a tensor; `base` is the data section's absolute offset, `data_bytes` its size.
+result<st_tensor> parse_entry(std::string_view name, const json::value& v, std::uint64_t base,
+                              std::uint64_t data_bytes) {
+    const std::string context = "tensor " + std::string(name) + ": ";
+    if (!v.is_object()) {
+        return bad_file(context + "header entry is not an object");
+    }
+    const auto& o = v.get_object();
+    const auto* dtype = o.if_contains("dtype");
+    const auto* shape = o.if_contains("shape");
+    const auto* offsets = o.if_contains("data_offsets");
+    if (dtype == nullptr || !dtype->is_string() || shape == nullptr || !shape->is_array() || offsets == nullptr ||
+        !offsets->is_array() || offsets->get_array().size() != 2) {
+        return bad_file(context + "header entry needs dtype, shape and data_offsets [begin, end]");
+    }
+    st_tensor t;
+    t.name = std::string(name);
+    t.dtype_name = std::string(dtype->get_string());
+    const dtype_info* info = find_dtype(t.dtype_name);
+    t.dtype = info ? info->dtype : st_dtype::other;
+    std::uint64_t elems = 1;
+    bool overflow = false;
+    for (const auto& d : shape->get_array()) {
+        const auto n = to_u64(d);
+        if (!n) {
+            return bad_file(context + "shape " + json::serialize(*shape) + " is not a list of non-negative integers");
+        }
+        t.shape.push_back(*n);
+        if (*n != 0 && elems > std::numeric_limits<std::uint64_t>::max() / *n) {
+            overflow = true;
+        }
+        elems *= *n;
+    }
+    const auto begin = to_u64(offsets->get_array()[0]);
+    const auto end = to_u64(offsets->get_array()[1]);
+    if (!begin || !end || *begin > *end) {
+        return bad_file(context + "data_offsets " + json::serialize(*offsets) + " are not an ordered pair");
+    }
+    if (*end > data_bytes) {
+        return bad_file(context + "data_offsets end " + std::to_string(*end) + " is past the end of the data (" +
+                        std::to_string(data_bytes) + " bytes)");
+    }
+    if (info != nullptr && (overflow || elems > std::numeric_limits<std::uint64_t>::max() / info->size ||
+                            elems * info->size != *end - *begin)) {
+        return bad_file(context + "data_offsets span " + std::to_string(*end - *begin) + " bytes but " + t.dtype_name +
+                        " " + shape_string(t.shape) + " needs " +
+                        (overflow ? std::string("more than 2^64") : std::to_string(elems * info->size)));
+    }
+    t.offset = base + *begin;
+    t.bytes = *end - *begin;
+    return t;
+}
+
+} // namespace
+
+std::uint64_t st_tensor::rows() const noexcept {
+    std::uint64_t n = 1;
+    for (std::size_t i = 0; i + 1 < shape.size(); ++i) {
+        n *= shape[i];
+    }
+    return n;
+}
+
+std::string shape_string(std::span<const std::uint64_t> shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    return s + "]";
+}
+
+result<std::vector<st_tensor>> parse_safetensors_header(std::string_view header_json, std::uint64_t data_start,
+                                                        std::uint64_t file_size, std::uint32_t file_index) {
+    if (data_start > file_size) {
+        return bad_file("header runs past the end of the file");
+    }
+    boost::system::error_code ec;
+    const json::value root = json::parse(header_json, ec);
+    if (ec) {
+        return bad_file("header is not valid JSON: " + ec.message());
+    }
+    if (!root.is_object()) {
+        return bad_file("header is not a JSON object");
+    }
+    std::vector<st_tensor> out;
+    for (const auto& [key, value] : root.get_object()) {
+        if (key == "__metadata__") {
+            continue;
+        }
+        auto t = parse_entry(key, value, data_start, file_size - data_start);
+        if (!t) {
+            return t.error();
+        }
+        t->file = file_index;
+        out.push_back(std::move(*t));
+    }
+    return out;
+}
+
+/// The files and the reader serving them; reads block the caller by running a private io_context.
+struct checkpoint::state {
+    boost::asio::io_context ctx;
+    std::unique_ptr<io::reader> reader;
+    std::vector<io::file> files;
+    std::vector<std::byte> raw; ///< staging buffer for one read
+
+    result<void> read(const io::file& f, std::uint64_t offset, std::span<std::byte> dest) {
+        std::optional<result<void>> outcome;
+        if (ctx.stopped()) {
+            ctx.restart();
+        }
+        boost::asio::co_spawn(ctx, reader->read_at(f, offset, dest), [&](std::exception_ptr e, result<void> r) {
+            if (e) {
+                outcome = make_error(std::errc::io_error, f.path() + ": read failed with an exception");
+            } else {
+                outcome = std::move(r);
+            }
+        });
+        // The guard keeps run_one waiting while the read is with the kernel or the pread pool.
+        auto guard = boost::asio::make_work_guard(ctx);
+        while (!outcome) {
+            if (ctx.stopped()) {
+                ctx.restart(); // a previous call ran out of work
+            }
+            ctx.run_one();
+        }
+        return *outcome;
+    }
+};
+
+checkpoint::checkpoint(std::unique_ptr<state> s) : state_(std::move(s)) {}
+checkpoint::checkpoint(checkpoint&&) noexcept = default;
+checkpoint& checkpoint::operator=(checkpoint&&) noexcept = default;
+checkpoint::~checkpoint() = default;
+
+const st_tensor* checkpoint::find(std::string_view name) const {
+    const auto it = index_.find(std::string(name));
+    return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+result<void> checkpoint::add_file(const std::filesystem::path& path) {
+    auto f = io::file::open(path.string(), io::open_mode::buffered);
+    if (!f) {
+        return f.error();
+    }
+    const std::string where = path.filename().string();
+    if (f->size() < 8) {
+        return bad_file(where + ": file of " + std::to_string(f->size()) + " bytes is too short for a header");
+    }
+    std::byte len_bytes[8];
+    if (auto r = state_->read(*f, 0, len_bytes); !r) {
+        return r.error();
+    }
+    std::uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) {
+        header_len = (header_len << 8) | static_cast<std::uint8_t>(len_bytes[i]);
+    }
+    if (header_len > max_header_bytes || header_len > f->size() - 8) {
+        return bad_file(where + ": header length " + std::to_string(header_len) + " is past the end of the file (" +
+                        std::to_string(f->size()) + " bytes) or over 100 MB");
+    }
+    std::string header(header_len, '\0');
+    if (auto r = state_->read(*f, 8, std::as_writable_bytes(std::span(header))); !r) {
+        return r.error();
+    }
+    const auto file_index = static_cast<std::uint32_t>(state_->files.size());
+    auto parsed = parse_safetensors_header(header, 8 + header_len, f->size(), file_index);
+    if (!parsed) {
+        return parsed.error().with_context(where);
+    }
+    for (auto& t : *parsed) {
+        if (index_.contains(t.name)) {
+            return bad_file(where + ": tensor " + t.name + " appears in more than one file");
+        }
+        index_.emplace(t.name, tensors_.size());
+        tensors_.push_back(std::move(t));
+    }
+    state_->files.push_back(std::move(*f));
+    return {};
+}
+
+result<checkpoint> checkpoint::open_files(std::span<const std::filesystem::path> files) {
+    auto s = std::make_unique<state>();
+    auto reader = io::make_reader(s->ctx.get_executor(), {.queue_depth = 8, .pread_threads = 2});
+    if (!reader) {
+        return reader.error();
+    }
+    s->reader = std::move(*reader);
+    checkpoint c(std::move(s));
+    for (const auto& p : files) {
+        if (auto r = c.add_file(p); !r) {
+            return r.error();
+        }
+    }
+    return c;
+}
+
+namespace {
+
+/// Shard file names of an index json, in first-use order, and the tensor each name must hold.
+struct shard_index {
+    std::vector<std::string> files;
+    std::vector<std::pair<std::string, std::string>> weight_map; ///< tensor -> file
+};
+
+result<shard_index> read_index(const std::filesystem::path& path) {
+    auto text = read_text_file(path);
+    if (!text) {
+        return text.error();
+    }
+    boost::system::error_code ec;
+    const json::value root = json::parse(*text, ec);
+    const json::value* map = ec || !root.is_object() ? nullptr : root.get_object().if_contains("weight_map");
+    if (map == nullptr || !map->is_object()) {
+        return bad_file(path.filename().string() + ": not JSON with a weight_map object" +
+                        (ec ? " (" + ec.message() + ")" : ""));
+    }
+    shard_index out;
+    for (const auto& [tensor, file] : map->get_object()) {
+        if (!file.is_string() || file.get_string().empty() || file.get_string().find('/') != json::string::npos) {
+            return bad_file(path.filename().string() + ": weight_map entry for " + std::string(tensor) +
+                            " is not a file name");
+        }
+        const std::string name(file.get_string());
+        if (std::find(out.files.begin(), out.files.end(), name) == out.files.end()) {
+            out.files.push_back(name);
+        }
+        out.weight_map.emplace_back(std::string(tensor), name);
+    }
+    return out;
+}
+
+} // namespace
+
+result<checkpoint> checkpoint::open(const std::filesystem::path& dir) {
+    const auto index_path = dir / "model.safetensors.index.json";
+    std::error_code ec;
+    if (!std::filesystem::exists(index_path, ec)) {
+        const std::filesystem::path single[] = {dir / "model.safetensors"};
+        if (!std::filesystem::exists(single[0], ec)) {
+            return make_error(std::errc::no_such_file_or_directory,
+                              dir.string() + ": neither model.safetensors nor model.safetensors.index.json found");
+        }
+        return open_files(single);
+    }
+    auto index = read_index(index_path);
+    if (!index) {
+        return index.error();
+    }
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : index->files) {
+        files.push_back(dir / f);
+    }
+    auto c = open_files(files);
+    if (!c) {
+        return c.error();
+    }
+    for (const auto& [tensor, file] : index->weight_map) {
+        const st_tensor* t = c->find(tensor);
+        if (t == nullptr || files[t->file].filename() != file) {
+            return bad_file("model.safetensors.index.json: tensor " + tensor + " is not in " + file);
+        }
+    }
+    return c;
+}
+
+result<void> checkpoint::read_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
+    if (t.dtype == st_dtype::other) {
+        return make_error(std::errc::not_supported,
+                          "tensor " + t.name + ": dtype " + t.dtype_name + " is not supported (F32, F16, BF16 are)");
+    }
+    if (first_row > t.rows() || n_rows > t.rows() - first_row) {
+        return make_error(std::errc::invalid_argument, "tensor " + t.name + ": rows out of range");
+    }
+    const std::uint64_t elem = t.dtype == st_dtype::f32 ? 4 : 2;
+    const std::uint64_t n = n_rows * t.row_elems();
+    if (n == 0) {
+        return {};
+    }
+    const std::uint64_t offset = t.offset + first_row * t.row_elems() * elem;
+    if (t.dtype == st_dtype::f32) {
+        if (auto r = state_->read(state_->files[t.file], offset, {reinterpret_cast<std::byte*>(out), n * 4}); !r) {
+            return r.error().with_context("tensor " + t.name);
+        }
+        return {};
+    }
+    state_->raw.resize(n * 2);
+    if (auto r = state_->read(state_->files[t.file], offset, state_->raw); !r) {
+        return r.error().with_context("tensor " + t.name);
+    }
+    const auto type = t.dtype == st_dtype::f16 ? kernels::quant_type::f16 : kernels::quant_type::bf16;
+    kernels::dequantize_row(type, state_->raw.data(), out, n);
+    return {};
+}
+
+} // namespace sluice::convert

@@ -1,0 +1,82 @@
+// Reading Hugging Face safetensors checkpoints: one file or shards listed by model.safetensors.index.json,
+// headers checked against the file sizes, tensor rows read through io::reader and widened to float.
+#pragma once
+
+#include "io/error.hpp"
+#include "io/file.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace sluice::convert {
+
+/// Element types the converter reads; everything else is `other` (kept so errors can name it).
+enum class st_dtype { f32, f16, bf16, other };
+
+/// One tensor of a safetensors file. `shape` is in PyTorch order (slowest first).
+struct st_tensor {
+    std::string name;
+    std::string dtype_name; ///< as written in the file: "BF16", "I64", ...
+    st_dtype dtype = st_dtype::other;
+    std::vector<std::uint64_t> shape;
+    std::uint32_t file = 0;   ///< index into the checkpoint's files
+    std::uint64_t offset = 0; ///< absolute byte offset in its file
+    std::uint64_t bytes = 0;
+
+    /// Values per row: the last dimension (1 for a scalar).
+    [[nodiscard]] std::uint64_t row_elems() const noexcept { return shape.empty() ? 1 : shape.back(); }
+    /// Number of rows: the product of all but the last dimension.
+    [[nodiscard]] std::uint64_t rows() const noexcept;
+};
+
+/// "[2, 3, 4]".
+std::string shape_string(std::span<const std::uint64_t> shape);
+
+/// Parses the JSON header of a safetensors file whose data section starts at `data_start` in a file of
+/// `file_size` bytes. Checks every entry: dtype string, shape, data_offsets in order, inside the data section,
+/// and (for known dtypes) equal to the shape's byte size; all arithmetic is overflow-checked.
+/// Errors name the tensor and the problem.
+result<std::vector<st_tensor>> parse_safetensors_header(std::string_view header_json, std::uint64_t data_start,
+                                                        std::uint64_t file_size, std::uint32_t file_index = 0);
+
+/// A checkpoint folder opened for reading: model.safetensors, or the shards model.safetensors.index.json
+/// names. Reads are synchronous for the caller; underneath they go through an io::reader on a private
+/// io_context. Not thread-safe. Move-only.
+class checkpoint {
+public:
+    /// Opens `dir`: the index json when present (every shard it names is opened and every tensor it lists must
+    /// be in its shard), else model.safetensors. Errors name the file and the problem.
+    static result<checkpoint> open(const std::filesystem::path& dir);
+    /// Opens the given safetensors files as one checkpoint (tensor names must be unique across them).
+    static result<checkpoint> open_files(std::span<const std::filesystem::path> files);
+
+    checkpoint(checkpoint&&) noexcept;
+    checkpoint& operator=(checkpoint&&) noexcept;
+    ~checkpoint();
+
+    /// Every tensor, in file order (shard by shard).
+    [[nodiscard]] std::span<const st_tensor> tensors() const noexcept { return tensors_; }
+    /// The tensor called `name`, or nullptr.
+    [[nodiscard]] const st_tensor* find(std::string_view name) const;
+
+    /// Reads rows [first_row, first_row + n_rows) of `t` (rows of `t.row_elems()` values) into `out` as
+    /// floats. Errors: a dtype other than F32/F16/BF16 (naming tensor and dtype), rows out of range, I/O.
+    result<void> read_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out);
+
+private:
+    struct state;
+    explicit checkpoint(std::unique_ptr<state> s);
+    result<void> add_file(const std::filesystem::path& path);
+
+    std::unique_ptr<state> state_;
+    std::vector<st_tensor> tensors_;
+    std::unordered_map<std::string, std::size_t> index_;
+};
+
+} // namespace sluice::convert

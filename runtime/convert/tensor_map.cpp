@@ -1,0 +1,335 @@
+// Name table from Hugging Face checkpoints to llama.cpp tensor names, with shape checks and expert stacking.
+#include "runtime/convert/tensor_map.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <unordered_map>
+
+namespace sluice::convert {
+
+namespace {
+
+enum class target_kind {
+    whole,         ///< the tensor as it is (leading 1-dims dropped)
+    expert,        ///< one expert's [rows, cols] slab of a 3-D experts tensor
+    fused_gate_up, ///< [E, 2*ff, n_embd]: gate rows then up rows of each expert
+    ignore,        ///< buffers that are not weights (rotary inv_freq)
+};
+
+struct hf_target {
+    target_kind kind = target_kind::whole;
+    std::string gguf;
+    std::uint32_t expert = 0;
+};
+
+/// Suffixes of "model.layers.N." and the GGUF base they map to.
+struct layer_entry {
+    std::string_view hf;
+    std::string_view gguf;
+};
+
+constexpr layer_entry layer_table[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+    // Experts stored stacked, one 3-D tensor per projection (newer transformers).
+    {"mlp.experts.gate_proj", "ffn_gate_exps.weight"},
+    {"mlp.experts.up_proj", "ffn_up_exps.weight"},
+    {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+    {"mlp.experts.gate_proj.weight", "ffn_gate_exps.weight"},
+    {"mlp.experts.up_proj.weight", "ffn_up_exps.weight"},
+    {"mlp.experts.down_proj.weight", "ffn_down_exps.weight"},
+};
+
+/// Per-expert projection names: (prefix, projection, GGUF base).
+struct expert_entry {
+    std::string_view prefix;
+    std::string_view proj;
+    std::string_view gguf;
+};
+
+constexpr expert_entry expert_table[] = {
+    {"mlp.experts.", "gate_proj.weight", "ffn_gate_exps.weight"},
+    {"mlp.experts.", "up_proj.weight", "ffn_up_exps.weight"},
+    {"mlp.experts.", "down_proj.weight", "ffn_down_exps.weight"},
+    {"block_sparse_moe.experts.", "w1.weight", "ffn_gate_exps.weight"},
+    {"block_sparse_moe.experts.", "w3.weight", "ffn_up_exps.weight"},
+    {"block_sparse_moe.experts.", "w2.weight", "ffn_down_exps.weight"},
+};
+
+/// Reads a decimal number at the start of `s` followed by '.', advancing past both.
+std::optional<std::uint32_t> take_index(std::string_view& s) {
+    std::uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc{} || end == s.data() || end == s.data() + s.size() || *end != '.') {
+        return std::nullopt;
+    }
+    s.remove_prefix(static_cast<std::size_t>(end - s.data()) + 1);
+    return n;
+}
+
+std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view rest) {
+    auto in_layer = [&](std::string_view base) { return "blk." + std::to_string(layer) + "." + std::string(base); };
+    if (rest == "self_attn.rotary_emb.inv_freq") {
+        return hf_target{target_kind::ignore, {}, 0};
+    }
+    for (const auto& e : layer_table) {
+        if (rest == e.hf) {
+            return hf_target{target_kind::whole, in_layer(e.gguf), 0};
+        }
+    }
+    if (rest == "mlp.experts.gate_up_proj" || rest == "mlp.experts.gate_up_proj.weight") {
+        return hf_target{target_kind::fused_gate_up, in_layer("ffn_gate_exps.weight"), 0};
+    }
+    for (const auto& e : expert_table) {
+        if (!rest.starts_with(e.prefix)) {
+            continue;
+        }
+        std::string_view tail = rest.substr(e.prefix.size());
+        const auto expert = take_index(tail);
+        if (expert && tail == e.proj) {
+            return hf_target{target_kind::expert, in_layer(e.gguf), *expert};
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<hf_target> map_name(std::string_view name) {
+    if (name == "model.embed_tokens.weight") {
+        return hf_target{target_kind::whole, "token_embd.weight", 0};
+    }
+    if (name == "model.norm.weight") {
+        return hf_target{target_kind::whole, "output_norm.weight", 0};
+    }
+    if (name == "lm_head.weight") {
+        return hf_target{target_kind::whole, "output.weight", 0};
+    }
+    constexpr std::string_view layers = "model.layers.";
+    if (!name.starts_with(layers)) {
+        return std::nullopt;
+    }
+    std::string_view rest = name.substr(layers.size());
+    const auto layer = take_index(rest);
+    if (!layer) {
+        return std::nullopt;
+    }
+    return map_layer_name(*layer, rest);
+}
+
+std::vector<std::uint64_t> strip_leading_ones(std::vector<std::uint64_t> shape) {
+    while (shape.size() > 1 && shape.front() == 1) {
+        shape.erase(shape.begin());
+    }
+    return shape;
+}
+
+/// The sources gathered for one expected tensor.
+struct slot {
+    const models::tensor_spec* spec = nullptr;
+    std::vector<row_run> runs;                   ///< whole or stacked tensors
+    std::string from;                            ///< the HF tensor that filled `runs`
+    std::vector<std::optional<row_run>> experts; ///< per-expert slabs
+};
+
+class mapper {
+public:
+    mapper(const hf_model_config& cfg, const std::vector<models::tensor_spec>& expected) : cfg_(cfg) {
+        for (const auto& s : expected) {
+            slot sl;
+            sl.spec = &s;
+            if (s.role == models::tensor_role::experts) {
+                sl.experts.resize(s.ne[2]);
+            }
+            slots_.emplace(s.name, std::move(sl));
+        }
+    }
+
+    result<void> add(const st_tensor& t) {
+        const auto target = map_name(t.name);
+        if (!target) {
+            return make_error(std::errc::not_supported,
+                              "tensor " + t.name + ": not a tensor of " + cfg_.hf_class + " known to the converter");
+        }
+        if (target->kind == target_kind::ignore || (cfg_.tied_embeddings && target->gguf == "output.weight")) {
+            return {};
+        }
+        if (t.dtype == st_dtype::other) {
+            return make_error(std::errc::not_supported, "tensor " + t.name + ": dtype " + t.dtype_name +
+                                                            " is not supported (F32, F16, BF16 are)");
+        }
+        const auto it = slots_.find(target->gguf);
+        if (it == slots_.end()) {
+            return make_error(std::errc::invalid_argument, "tensor " + t.name + " (" + target->gguf +
+                                                               "): not part of a " + cfg_.hp.arch +
+                                                               " model with this config.json");
+        }
+        switch (target->kind) {
+        case target_kind::whole:
+            return add_whole(t, it->second);
+        case target_kind::expert:
+            return add_expert(t, it->second, target->expert);
+        case target_kind::fused_gate_up:
+            return add_fused(t, it->second);
+        case target_kind::ignore:
+            break;
+        }
+        return {};
+    }
+
+    result<std::vector<tensor_source>> finish(const std::vector<models::tensor_spec>& expected) {
+        std::vector<tensor_source> out;
+        for (const auto& s : expected) {
+            slot& sl = slots_.at(s.name);
+            tensor_source src;
+            src.spec = s;
+            if (!sl.experts.empty() && sl.runs.empty()) {
+                for (std::size_t e = 0; e < sl.experts.size(); ++e) {
+                    if (!sl.experts[e]) {
+                        return make_error(std::errc::invalid_argument, "tensor " + s.name +
+                                                                           ": the checkpoint has no expert " +
+                                                                           std::to_string(e) + " for it");
+                    }
+                    src.runs.push_back(*sl.experts[e]);
+                }
+            } else {
+                src.runs = sl.runs;
+            }
+            if (src.runs.empty()) {
+                // The one optional tensor, output.weight, may only be absent when config.json ties it.
+                if (s.optional && (s.name != "output.weight" || cfg_.tied_embeddings)) {
+                    continue;
+                }
+                return make_error(std::errc::invalid_argument, "tensor " + s.name + ": missing from the checkpoint");
+            }
+            if (cfg_.hp.arch == "llama" && s.name.ends_with("attn_q.weight")) {
+                src.permute_heads = cfg_.hp.n_head;
+            } else if (cfg_.hp.arch == "llama" && s.name.ends_with("attn_k.weight")) {
+                src.permute_heads = cfg_.hp.n_head_kv;
+            }
+            out.push_back(std::move(src));
+        }
+        return out;
+    }
+
+private:
+    static error wrong_shape(const st_tensor& t, std::string_view gguf, std::span<const std::uint64_t> want) {
+        return make_error(std::errc::invalid_argument, "tensor " + t.name + " (" + std::string(gguf) + "): shape " +
+                                                           shape_string(t.shape) + ", expected " + shape_string(want));
+    }
+
+    result<void> claim(const st_tensor& t, slot& sl) {
+        if (!sl.runs.empty() ||
+            std::any_of(sl.experts.begin(), sl.experts.end(), [](auto& e) { return e.has_value(); })) {
+            return make_error(std::errc::invalid_argument, "tensor " + t.name + ": " + sl.spec->name +
+                                                               " is already provided by " +
+                                                               (sl.from.empty() ? "per-expert tensors" : sl.from));
+        }
+        sl.from = t.name;
+        return {};
+    }
+
+    result<void> add_whole(const st_tensor& t, slot& sl) {
+        std::vector<std::uint64_t> want(sl.spec->ne.rbegin(), sl.spec->ne.rend());
+        if (strip_leading_ones(t.shape) != strip_leading_ones(want)) {
+            return wrong_shape(t, sl.spec->name, want);
+        }
+        if (auto r = claim(t, sl); !r) {
+            return r;
+        }
+        sl.runs.push_back({&t, 0, t.rows()});
+        return {};
+    }
+
+    result<void> add_expert(const st_tensor& t, slot& sl, std::uint32_t e) {
+        const auto& ne = sl.spec->ne;
+        const std::vector<std::uint64_t> want{ne[1], ne[0]};
+        if (sl.experts.empty() || e >= sl.experts.size()) {
+            return make_error(std::errc::invalid_argument, "tensor " + t.name + ": expert " + std::to_string(e) +
+                                                               " is out of range (the config has " +
+                                                               std::to_string(sl.experts.size()) + " experts)");
+        }
+        if (t.shape != want) {
+            return wrong_shape(t, sl.spec->name, want);
+        }
+        if (sl.experts[e] || !sl.runs.empty()) {
+            return make_error(std::errc::invalid_argument, "tensor " + t.name + ": expert " + std::to_string(e) +
+                                                               " of " + sl.spec->name + " given twice");
+        }
+        sl.experts[e] = row_run{&t, 0, ne[1]};
+        return {};
+    }
+
+    result<void> add_fused(const st_tensor& t, slot& gate) {
+        const std::string up_name =
+            gate.spec->name.substr(0, gate.spec->name.size() - std::string_view("ffn_gate_exps.weight").size()) +
+            "ffn_up_exps.weight";
+        slot& up = slots_.at(up_name);
+        const auto& ne = gate.spec->ne;
+        const std::vector<std::uint64_t> want{ne[2], 2 * ne[1], ne[0]};
+        if (t.shape != want) {
+            return wrong_shape(t, gate.spec->name + " + ffn_up_exps.weight", want);
+        }
+        if (auto r = claim(t, gate); !r) {
+            return r;
+        }
+        if (auto r = claim(t, up); !r) {
+            return r;
+        }
+        for (std::uint64_t e = 0; e < ne[2]; ++e) {
+            gate.runs.push_back({&t, e * 2 * ne[1], ne[1]});
+            up.runs.push_back({&t, e * 2 * ne[1] + ne[1], ne[1]});
+        }
+        return {};
+    }
+
+    const hf_model_config& cfg_;
+    std::unordered_map<std::string, slot> slots_;
+};
+
+} // namespace
+
+result<std::vector<tensor_source>> map_tensors(const hf_model_config& cfg, const checkpoint& ckpt,
+                                               const std::vector<models::tensor_spec>& expected) {
+    mapper m(cfg, expected);
+    for (const auto& t : ckpt.tensors()) {
+        if (auto r = m.add(t); !r) {
+            return r.error();
+        }
+    }
+    return m.finish(expected);
+}
+
+void permute_qk_rows(float* data, std::uint64_t rows, std::uint64_t row_elems, std::uint64_t head_dim) {
+    const std::uint64_t half = head_dim / 2;
+    std::vector<float> head(head_dim * row_elems);
+    for (std::uint64_t h = 0; h + head_dim <= rows; h += head_dim) {
+        float* base = data + h * row_elems;
+        std::copy(base, base + head.size(), head.begin());
+        for (std::uint64_t i = 0; i < half; ++i) {
+            for (std::uint64_t j = 0; j < 2; ++j) {
+                const float* from = head.data() + (j * half + i) * row_elems;
+                std::copy(from, from + row_elems, base + (2 * i + j) * row_elems);
+            }
+        }
+    }
+}
+
+} // namespace sluice::convert

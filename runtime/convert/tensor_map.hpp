@@ -1,0 +1,41 @@
+// Hugging Face tensor names to GGUF tensors: which checkpoint rows make up each tensor the architecture expects.
+#pragma once
+
+#include "io/error.hpp"
+#include "runtime/convert/hf_config.hpp"
+#include "runtime/convert/safetensors.hpp"
+#include "runtime/models/tensor_plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace sluice::convert {
+
+/// A run of consecutive rows of one checkpoint tensor.
+struct row_run {
+    const st_tensor* tensor = nullptr;
+    std::uint64_t first_row = 0;
+    std::uint64_t n_rows = 0;
+};
+
+/// One GGUF tensor to write: its spec and the checkpoint rows that make it, in output row order.
+struct tensor_source {
+    models::tensor_spec spec;
+    std::vector<row_run> runs;
+    /// Non-zero for llama Q/K: rows are regrouped per head from HF's rotate-half order to interleaved pairs
+    /// (new row h*d + 2i + j = old row h*d + j*d/2 + i, d = head size); the value is the head count.
+    std::uint32_t permute_heads = 0;
+};
+
+/// Matches every checkpoint tensor to `expected` (an architecture's tensor list; optional entries may stay
+/// unmatched, output.weight is dropped when `cfg.tied_embeddings`). Supports per-expert tensors
+/// (mlp.experts.E.*, block_sparse_moe.experts.E.w1/w2/w3), stacked [E, rows, cols] expert tensors and fused
+/// mlp.experts.gate_up_proj [E, 2*ff, n_embd]. Errors name the HF tensor: unknown names, wrong shapes,
+/// duplicates; or the GGUF tensor (and expert) nothing in the checkpoint provides.
+result<std::vector<tensor_source>> map_tensors(const hf_model_config& cfg, const checkpoint& ckpt,
+                                               const std::vector<models::tensor_spec>& expected);
+
+/// Applies the llama Q/K row permutation to `rows` rows of `row_elems` floats (whole heads of `head_dim` rows).
+void permute_qk_rows(float* data, std::uint64_t rows, std::uint64_t row_elems, std::uint64_t head_dim);
+
+} // namespace sluice::convert

@@ -1,0 +1,81 @@
+// sluice::model: a loaded GGUF model (architecture, weights, tokenizer, chat template, compute threads),
+// shared by every session that generates with it.
+#pragma once
+
+#include "io/error.hpp"
+#include "io/reader.hpp"
+#include "runtime/chat/chat_template.hpp"
+#include "runtime/compute/compute_pool.hpp"
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/models/architecture.hpp"
+#include "runtime/models/expert_source.hpp"
+#include "runtime/models/weights.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+namespace sluice {
+
+/// How a model is loaded and run.
+struct model_options {
+    std::uint32_t n_ctx = 0;     ///< default context of its sessions; 0 = min(training context, 4096)
+    std::size_t n_threads = 0;   ///< compute threads; 0 = one per hardware thread
+    std::uint32_t n_batch = 256; ///< most tokens per forward step during prefill
+    kernels::quant_type kv_type = kernels::quant_type::f16; ///< KV cache elements: f16, or f32 (exact)
+    io::reader_options io;                                  ///< disk reader settings
+};
+
+/// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.
+using load_progress = models::load_progress;
+
+/// A model in memory. Created by `load`; immutable afterwards except for its compute pool, so any number of
+/// sessions on one io_context may share it (see session). Not copyable; hold it by shared_ptr.
+class model {
+public:
+    /// Opens `path` (a GGUF file or any part of a split model), checks the architecture, hyperparameters
+    /// and tensor table, builds the tokenizer, and reads every weight through io/ (io_uring where
+    /// available) on the calling coroutine's executor, reporting `progress`. Errors name the file and the
+    /// tensor or key at fault ("tensor blk.3.ffn_up_exps.weight: missing").
+    static boost::asio::awaitable<result<std::shared_ptr<model>>>
+    load(std::filesystem::path path, model_options options = {}, load_progress progress = {});
+    ~model();
+    model(const model&) = delete;
+    model& operator=(const model&) = delete;
+
+    [[nodiscard]] const models::model_hparams& hparams() const noexcept { return hp_; }
+    [[nodiscard]] const models::architecture& arch() const noexcept { return *arch_; }
+    [[nodiscard]] const tokenizer::tokenizer& vocab() const noexcept { return *tokenizer_; }
+    /// The model's chat template, when the file carries one.
+    [[nodiscard]] const std::optional<chat::template_source>& chat_template() const noexcept { return template_; }
+    [[nodiscard]] const model_options& options() const noexcept { return options_; }
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    /// Bytes of weights held in memory.
+    [[nodiscard]] std::uint64_t resident_bytes() const noexcept { return weights_.resident_bytes(); }
+
+    // For sessions and the forward pass.
+    [[nodiscard]] runtime::compute_pool& pool() noexcept { return *pool_; }
+    [[nodiscard]] const models::model_weights& weights() const noexcept { return weights_; }
+    [[nodiscard]] models::expert_source& experts() noexcept { return *experts_; }
+
+private:
+    model() = default;
+
+    std::filesystem::path path_;
+    model_options options_;
+    std::unique_ptr<gguf::model_files> files_;
+    const models::architecture* arch_ = nullptr;
+    models::model_hparams hp_;
+    models::model_weights weights_;
+    std::optional<tokenizer::tokenizer> tokenizer_;
+    std::optional<chat::template_source> template_;
+    std::unique_ptr<runtime::compute_pool> pool_;
+    std::unique_ptr<models::expert_source> experts_;
+};
+
+} // namespace sluice

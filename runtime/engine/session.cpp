@@ -1,0 +1,243 @@
+// Sessions and token streams: prompt rendering, prefix reuse, prefill, then one decode step per next().
+#include "runtime/engine/session.hpp"
+
+#include <boost/asio/this_coro.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace sluice {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+boost::asio::awaitable<bool> cancelled() {
+    auto state = co_await boost::asio::this_coro::cancellation_state;
+    co_return state.cancelled() != boost::asio::cancellation_type::none;
+}
+
+} // namespace
+
+std::string_view to_string(finish_reason r) noexcept {
+    switch (r) {
+    case finish_reason::stop:
+        return "stop";
+    case finish_reason::length:
+        return "length";
+    case finish_reason::context_full:
+        return "context_full";
+    case finish_reason::cancelled:
+        return "cancelled";
+    }
+    return "stop";
+}
+
+session::session(std::shared_ptr<model> m, std::uint32_t n_ctx)
+    : model_(std::move(m)),
+      cache_(model_->hparams(), n_ctx ? n_ctx : model_->options().n_ctx, model_->options().kv_type),
+      runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
+              model_->options().n_batch) {}
+
+token_stream session::generate(generate_request request) {
+    return token_stream(*this, std::move(request));
+}
+
+void session::reset() noexcept {
+    cache_.truncate(0);
+    history_.clear();
+}
+
+result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request& request) const {
+    if (!request.prompt_tokens.empty()) {
+        return request.prompt_tokens;
+    }
+    const auto& tok = model_->vocab();
+    if (!request.messages.empty()) {
+        const auto& tmpl = model_->chat_template();
+        if (!tmpl) {
+            return make_error(std::errc::invalid_argument, "the model has no chat template");
+        }
+        chat::chat_inputs inputs;
+        inputs.messages = request.messages;
+        inputs.add_generation_prompt = true;
+        inputs.kwargs = request.template_kwargs;
+        inputs.bos_token = tmpl->bos_token;
+        inputs.eos_token = tmpl->eos_token;
+        auto text = chat::render_chat(tmpl->text, inputs);
+        if (!text) {
+            return text.error();
+        }
+        return tok.encode(*text, {.add_special = false, .parse_special = true});
+    }
+    auto ids = tok.encode(request.prompt, {.add_special = true, .parse_special = true});
+    if (ids.empty()) {
+        return make_error(std::errc::invalid_argument, "the prompt is empty");
+    }
+    return ids;
+}
+
+boost::asio::awaitable<result<void>> session::evaluate(std::span<const std::int32_t> tokens,
+                                                       std::vector<float>& logits) {
+    auto r = co_await runner_.forward(cache_, tokens, models::logits_mode::all, logits);
+    if (r) {
+        history_.insert(history_.end(), tokens.begin(), tokens.end());
+    }
+    co_return r;
+}
+
+token_stream::token_stream(session& s, generate_request req)
+    : session_(&s), req_(std::move(req)),
+      sampler_(runtime::validate(req_.sampling) ? req_.sampling : runtime::sampling_params{},
+               s.owner().hparams().n_vocab),
+      stops_(req_.stop) {}
+
+boost::asio::awaitable<result<void>> token_stream::start() {
+    started_ = true;
+    if (auto v = runtime::validate(req_.sampling); !v) {
+        co_return v.error();
+    }
+    auto prompt = session_->prompt_tokens(req_);
+    if (!prompt) {
+        co_return prompt.error();
+    }
+    prompt_ = std::move(*prompt);
+    auto& cache = session_->cache_;
+    auto& history = session_->history_;
+    if (prompt_.size() >= cache.capacity()) {
+        co_return make_error(std::errc::invalid_argument, "the prompt has " + std::to_string(prompt_.size()) +
+                                                              " tokens; the context holds " +
+                                                              std::to_string(cache.capacity()));
+    }
+    // Reuse the longest common prefix of the cached history, always recomputing the prompt's last token.
+    std::size_t reuse = 0;
+    while (reuse < history.size() && reuse < prompt_.size() && history[reuse] == prompt_[reuse]) {
+        ++reuse;
+    }
+    reuse = std::min(reuse, prompt_.size() - 1);
+    cache.truncate(static_cast<std::uint32_t>(reuse));
+    history.resize(reuse);
+    summary_.prompt_tokens = static_cast<std::uint32_t>(prompt_.size());
+    summary_.cached_tokens = static_cast<std::uint32_t>(reuse);
+    decoder_.emplace(session_->owner().vocab(), tokenizer::decode_options{.skip_special = true});
+    for (const auto t : prompt_) {
+        sampler_.accept(t);
+    }
+    const auto t0 = clock_type::now();
+    const std::span<const std::int32_t> rest(prompt_.data() + reuse, prompt_.size() - reuse);
+    auto r = co_await session_->runner_.forward(cache, rest, models::logits_mode::last, logits_);
+    if (!r) {
+        co_return r;
+    }
+    history.insert(history.end(), rest.begin(), rest.end());
+    summary_.prompt_ms = ms_since(t0);
+    pending_ = true;
+    co_return result<void>{};
+}
+
+std::optional<token_event> token_stream::finish(finish_reason reason) {
+    ended_ = true;
+    summary_.finished = true;
+    summary_.reason = reason;
+    if (reason == finish_reason::cancelled) {
+        // The consumer is going away: held-back text is dropped, and nothing more is awaited from it (asio
+        // throws operation_aborted at its next co_await once cancelled).
+        return std::nullopt;
+    }
+    std::string tail = stops_.stopped() ? std::string() : stops_.push(decoder_ ? decoder_->flush() : "").emit;
+    if (!stops_.stopped()) {
+        tail += stops_.flush();
+        if (stops_.stopped()) {
+            summary_.reason = finish_reason::stop;
+        }
+    }
+    if (tail.empty()) {
+        return std::nullopt;
+    }
+    token_event ev;
+    ev.text = std::move(tail);
+    return ev;
+}
+
+std::optional<token_event> token_stream::take_token(std::int32_t token, float logprob,
+                                                    std::vector<runtime::token_logprob> top, double ms) {
+    sampler_.accept(token);
+    generated_.push_back(token);
+    ++summary_.completion_tokens;
+    token_event ev;
+    ev.token = token;
+    ev.logprob = logprob;
+    ev.top = std::move(top);
+    ev.ms = ms;
+    auto step = stops_.push(decoder_->push(token));
+    ev.text = std::move(step.emit);
+    if (step.stopped) {
+        ended_ = true;
+        summary_.finished = true;
+        summary_.reason = finish_reason::stop;
+    }
+    return ev;
+}
+
+boost::asio::awaitable<result<std::optional<token_event>>> token_stream::next() {
+    // Cancellation must end the stream cleanly rather than throw out of a compute step, so this coroutine
+    // chain stops throwing on cancellation while a step runs and gets the caller's setting back afterwards.
+    const bool throws = co_await boost::asio::this_coro::throw_if_cancelled();
+    co_await boost::asio::this_coro::throw_if_cancelled(false);
+    auto r = co_await next_step();
+    co_await boost::asio::this_coro::throw_if_cancelled(throws);
+    co_return r;
+}
+
+boost::asio::awaitable<result<std::optional<token_event>>> token_stream::next_step() {
+    if (ended_) {
+        co_return std::optional<token_event>{};
+    }
+    const auto t0 = clock_type::now();
+    if (!started_) {
+        if (auto r = co_await start(); !r) {
+            ended_ = true;
+            co_return r.error();
+        }
+    }
+    if (co_await cancelled()) {
+        co_return finish(finish_reason::cancelled);
+    }
+    if (req_.max_tokens != 0 && summary_.completion_tokens >= req_.max_tokens) {
+        co_return finish(finish_reason::length);
+    }
+    if (!pending_) {
+        auto& cache = session_->cache_;
+        if (cache.size() >= cache.capacity()) {
+            co_return finish(finish_reason::context_full);
+        }
+        const std::int32_t last = generated_.back();
+        auto r = co_await session_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
+        if (!r) {
+            ended_ = true;
+            co_return r.error();
+        }
+        session_->history_.push_back(last);
+        pending_ = true;
+        if (co_await cancelled()) {
+            co_return finish(finish_reason::cancelled);
+        }
+    }
+    std::vector<runtime::token_logprob> top;
+    const auto chosen = sampler_.sample_detailed(logits_, req_.top_logprobs, top);
+    pending_ = false;
+    const double ms = ms_since(t0);
+    if (summary_.completion_tokens > 0 || !started_) {
+        summary_.decode_ms += ms;
+    }
+    if (!req_.ignore_eos && session_->owner().vocab().is_end_of_generation(chosen.token)) {
+        co_return finish(finish_reason::stop);
+    }
+    co_return take_token(chosen.token, chosen.logprob, std::move(top), ms);
+}
+
+} // namespace sluice

@@ -1,0 +1,121 @@
+// The preset table. Real geometries follow the models' config.json files; tiny presets keep every row a
+// multiple of 256 so every weight type (K-quants included) applies.
+#include "runtime/mkmodel/presets.hpp"
+
+#include <vector>
+
+namespace sluice::mkmodel {
+
+namespace {
+
+using kernels::quant_type;
+
+/// The shape fields of a preset, named as in config.json.
+struct geometry {
+    const char* arch;
+    std::uint32_t layers;
+    std::uint32_t embd;
+    std::uint32_t heads;
+    std::uint32_t kv_heads;
+    std::uint32_t head_dim;
+    std::uint32_t ff;       ///< dense (or, for llama MoE, expert) feed-forward size
+    std::uint32_t experts;  ///< 0: dense
+    std::uint32_t used;     ///< experts per token
+    std::uint32_t ff_exp;   ///< routed expert feed-forward size
+    std::uint32_t ff_shexp; ///< shared expert feed-forward size (qwen2moe)
+    std::uint32_t vocab;
+    std::uint32_t ctx;
+    float rope_base;
+    float eps;
+};
+
+models::model_hparams make_hparams(const geometry& g) {
+    models::model_hparams hp;
+    hp.arch = g.arch;
+    hp.n_layer = g.layers;
+    hp.n_embd = g.embd;
+    hp.n_head = g.heads;
+    hp.n_head_kv = g.kv_heads;
+    hp.head_dim = g.head_dim;
+    hp.head_dim_v = g.head_dim;
+    hp.n_ff = g.ff;
+    hp.n_expert = g.experts;
+    hp.n_expert_used = g.used;
+    hp.n_ff_exp = g.experts ? g.ff_exp : 0;
+    hp.n_ff_shexp = g.ff_shexp;
+    hp.n_vocab = g.vocab;
+    hp.n_ctx_train = g.ctx;
+    hp.rope.n_rot = g.head_dim;
+    hp.rope.freq_base = g.rope_base;
+    hp.rms_eps = g.eps;
+    return hp;
+}
+
+std::vector<model_preset> build_presets() {
+    struct row {
+        const char* name;
+        const char* description;
+        geometry g;
+        quant_type type;
+        bool tied;
+    };
+    // clang-format off
+    const row rows[] = {
+        {"qwen3-30b-a3b", "Qwen3-30B-A3B: 48 layers, 128 experts (8 used)",
+         {"qwen3moe", 48, 2048, 32, 4, 128, 6144, 128, 8, 768, 0, 151936, 40960, 1e6f, 1e-6f}, quant_type::q4_k, false},
+        {"qwen3-235b-a22b", "Qwen3-235B-A22B: 94 layers, 128 experts (8 used)",
+         {"qwen3moe", 94, 4096, 64, 4, 128, 12288, 128, 8, 1536, 0, 151936, 40960, 1e6f, 1e-6f},
+         quant_type::q4_k, false},
+        {"mixtral-8x7b", "Mixtral-8x7B: 32 layers, 8 experts (2 used)",
+         {"llama", 32, 4096, 32, 8, 128, 14336, 8, 2, 14336, 0, 32000, 32768, 1e6f, 1e-5f}, quant_type::q4_k, false},
+        {"olmoe-1b-7b", "OLMoE-1B-7B: 16 layers, 64 experts (8 used)",
+         {"olmoe", 16, 2048, 16, 16, 128, 1024, 64, 8, 1024, 0, 50304, 4096, 1e4f, 1e-5f}, quant_type::q4_k, false},
+        {"qwen2-moe-a2.7b", "Qwen1.5-MoE-A2.7B: 24 layers, 60 experts (4 used) and a shared expert",
+         {"qwen2moe", 24, 2048, 16, 16, 128, 5632, 60, 4, 1408, 5632, 151936, 8192, 1e6f, 1e-6f},
+         quant_type::q8_0, false},
+        {"qwen3-0.6b", "Qwen3-0.6B: 28 dense layers",
+         {"qwen3", 28, 1024, 16, 8, 128, 3072, 0, 0, 0, 0, 151936, 40960, 1e6f, 1e-6f}, quant_type::q4_k, true},
+        {"llama3-1b-ish", "Llama-3.2-1B shape: 16 dense layers (no llama3 rope scaling)",
+         {"llama", 16, 2048, 32, 8, 64, 8192, 0, 0, 0, 0, 128256, 131072, 5e5f, 1e-5f}, quant_type::q4_k, true},
+        {"qwen2-0.5b", "Qwen2-0.5B: 24 dense layers, q/k/v biases",
+         {"qwen2", 24, 896, 14, 2, 64, 4864, 0, 0, 0, 0, 151936, 32768, 1e6f, 1e-6f}, quant_type::q8_0, true},
+        {"tiny-llama", "test model: llama, 2 dense layers",
+         {"llama", 2, 256, 4, 2, 64, 512, 0, 0, 0, 0, 1024, 4096, 1e4f, 1e-5f}, quant_type::q4_k, false},
+        {"tiny-mixtral", "test model: llama MoE, 2 layers, 8 experts (2 used)",
+         {"llama", 2, 256, 4, 2, 64, 256, 8, 2, 256, 0, 1024, 4096, 1e6f, 1e-5f}, quant_type::q4_k, false},
+        {"tiny-qwen2", "test model: qwen2, 2 dense layers",
+         {"qwen2", 2, 256, 4, 2, 64, 512, 0, 0, 0, 0, 1024, 4096, 1e6f, 1e-6f}, quant_type::q4_k, false},
+        {"tiny-qwen3", "test model: qwen3, 2 dense layers",
+         {"qwen3", 2, 256, 4, 2, 64, 512, 0, 0, 0, 0, 1024, 4096, 1e6f, 1e-6f}, quant_type::q4_k, false},
+        {"tiny-qwen2moe", "test model: qwen2moe, 2 layers, 8 experts (2 used) and a shared expert",
+         {"qwen2moe", 2, 256, 4, 4, 64, 512, 8, 2, 256, 512, 1024, 4096, 1e6f, 1e-6f}, quant_type::q4_k, false},
+        {"tiny-qwen3moe", "test model: qwen3moe, 2 layers, 8 experts (2 used)",
+         {"qwen3moe", 2, 256, 4, 2, 64, 512, 8, 2, 256, 0, 1024, 4096, 1e6f, 1e-6f}, quant_type::q4_k, false},
+        {"tiny-olmoe", "test model: olmoe, 2 layers, 8 experts (2 used)",
+         {"olmoe", 2, 256, 4, 4, 64, 256, 8, 2, 256, 0, 1024, 4096, 1e4f, 1e-5f}, quant_type::q4_k, false},
+    };
+    // clang-format on
+    std::vector<model_preset> out;
+    for (const row& r : rows) {
+        out.push_back({r.name, r.description, make_hparams(r.g), r.type, r.tied});
+    }
+    return out;
+}
+
+} // namespace
+
+std::span<const model_preset> model_presets() {
+    static const std::vector<model_preset> all = build_presets();
+    return all;
+}
+
+const model_preset* find_preset(std::string_view name) noexcept {
+    for (const auto& p : model_presets()) {
+        if (p.name == name) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+} // namespace sluice::mkmodel

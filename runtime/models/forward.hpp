@@ -1,0 +1,104 @@
+// The forward pass: token ids in, logits out, layer by layer through the architecture's hooks, with the
+// arithmetic on the compute pool and expert weights reached through an expert_source.
+#pragma once
+
+#include "io/error.hpp"
+#include "runtime/compute/compute_pool.hpp"
+#include "runtime/models/architecture.hpp"
+#include "runtime/models/expert_source.hpp"
+#include "runtime/models/kv_cache.hpp"
+#include "runtime/models/weights.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sluice::models {
+
+/// Working memory of a forward pass for batches of up to `max_batch` tokens.
+struct forward_scratch {
+    forward_scratch(const model_hparams& hp, std::uint32_t max_batch);
+    std::uint32_t max_batch;
+    std::vector<float> x;                      ///< residual stream [batch][n_embd]
+    std::vector<float> xn;                     ///< normalised input of the current block [batch][n_embd]
+    std::vector<float> q, k, v;                ///< projections [batch][q_dim | kv_dim | v_dim]
+    std::vector<float> attn;                   ///< attention output [batch][n_head * head_dim_v]
+    std::vector<float> tmp;                    ///< block output before the residual add [batch][n_embd]
+    std::vector<float> gate, up;               ///< FFN hidden [batch * max(k, 1)][max ff]
+    std::vector<float> moe_out;                ///< each selection's expert output [batch * k][n_embd]
+    std::vector<float> sh_gate, sh_up;         ///< shared-expert hidden [batch][n_ff_shexp]
+    std::vector<float> router;                 ///< router logits [batch][n_expert]
+    std::vector<float> weights;                ///< chosen expert weights [batch][k]
+    std::vector<std::int32_t> ids;             ///< chosen experts [batch][k]
+    std::vector<std::int32_t> sel_token;       ///< selection -> token
+    std::vector<std::int32_t> sel_row;         ///< selection -> its own row (identity), for the down projection
+    std::vector<float> shexp_gate;             ///< shared-expert gate per token
+    std::array<std::vector<std::byte>, 8> act; ///< prepared activation rows, one slot per (input, weight type)
+    expert_handles experts;
+};
+
+/// State of the batch a layer hook works on. Blocks read and write `x` in place.
+class layer_context {
+public:
+    layer_context(const model_hparams& hp, const model_weights& w, runtime::compute_pool& pool, expert_source& experts,
+                  kv_cache& cache, forward_scratch& s) noexcept
+        : hp_(&hp), weights_(&w), pool_(&pool), experts_(&experts), cache_(&cache), scratch_(&s) {}
+
+    [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
+    [[nodiscard]] const layer_weights& layer(std::uint32_t il) const noexcept { return weights_->layers[il]; }
+    [[nodiscard]] runtime::compute_pool& pool() const noexcept { return *pool_; }
+    [[nodiscard]] expert_source& experts() const noexcept { return *experts_; }
+    [[nodiscard]] kv_cache& cache() const noexcept { return *cache_; }
+    [[nodiscard]] forward_scratch& scratch() const noexcept { return *scratch_; }
+
+    std::uint32_t n_tokens = 0;  ///< tokens in this batch
+    std::uint32_t first_pos = 0; ///< cache position of the batch's first token
+
+private:
+    const model_hparams* hp_;
+    const model_weights* weights_;
+    runtime::compute_pool* pool_;
+    expert_source* experts_;
+    kv_cache* cache_;
+    forward_scratch* scratch_;
+};
+
+/// Which logits a forward call produces.
+enum class logits_mode {
+    last, ///< the last token's (decode, end of prefill)
+    all,  ///< every token's, [n_tokens][n_vocab] (scoring, tests)
+};
+
+/// Runs a model's forward pass. One call at a time per runner (it owns the scratch memory); many runners may
+/// share one model and pool.
+class forward_runner {
+public:
+    forward_runner(const architecture& arch, const model_hparams& hp, const model_weights& w,
+                   runtime::compute_pool& pool, expert_source& experts, std::uint32_t max_batch = 256);
+
+    /// Appends `tokens` to `cache` (in batches of max_batch), writing the logits `mode` asks for into
+    /// `logits` (resized). Errors: a token id outside the vocabulary, no room left in the cache (nothing is
+    /// appended then), or an expert lookup failure.
+    boost::asio::awaitable<result<void>> forward(kv_cache& cache, std::span<const std::int32_t> tokens,
+                                                 logits_mode mode, std::vector<float>& logits);
+
+    [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
+
+private:
+    boost::asio::awaitable<result<void>> run_batch(kv_cache& cache, std::span<const std::int32_t> tokens);
+    boost::asio::awaitable<void> output_logits(std::uint32_t n_tokens, std::uint32_t first, std::uint32_t count,
+                                               float* out);
+
+    const architecture* arch_;
+    const model_hparams* hp_;
+    const model_weights* weights_;
+    runtime::compute_pool* pool_;
+    expert_source* experts_;
+    forward_scratch scratch_;
+};
+
+} // namespace sluice::models

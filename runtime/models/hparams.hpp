@@ -1,0 +1,63 @@
+// Hyperparameters of a decoder-only transformer as GGUF metadata describes them, read and written by key.
+#pragma once
+
+#include "io/error.hpp"
+#include "kernels/ops.hpp"
+#include "runtime/gguf/metadata.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sluice::models {
+
+/// How the per-head query/key normalisation (if any) is applied.
+enum class qk_norm_kind {
+    none,
+    per_head, ///< RMSNorm over each head (weight of head_dim): qwen3, qwen3moe
+    whole,    ///< RMSNorm over all heads at once (weight of n_head*head_dim): olmoe
+};
+
+/// Everything the forward pass needs to know about a model's shape. Field names follow the GGUF keys
+/// (`<arch>.embedding_length` -> n_embd). Arch hooks fill in what the keys do not say.
+struct model_hparams {
+    std::string arch;                 ///< general.architecture
+    std::uint32_t n_vocab = 0;        ///< rows of token_embd (the tokenizer may have fewer tokens)
+    std::uint32_t n_ctx_train = 0;    ///< context_length
+    std::uint32_t n_embd = 0;         ///< embedding_length
+    std::uint32_t n_layer = 0;        ///< block_count
+    std::uint32_t n_ff = 0;           ///< feed_forward_length (dense FFN; 0 when every layer is MoE)
+    std::uint32_t n_head = 0;         ///< attention.head_count
+    std::uint32_t n_head_kv = 0;      ///< attention.head_count_kv (defaults to n_head)
+    std::uint32_t head_dim = 0;       ///< attention.key_length (defaults to n_embd / n_head)
+    std::uint32_t head_dim_v = 0;     ///< attention.value_length (defaults to head_dim)
+    float rms_eps = 1e-6f;            ///< attention.layer_norm_rms_epsilon
+    kernels::rope_params rope;        ///< rope.dimension_count, rope.freq_base, rope.scaling.*; layout from the arch
+    std::uint32_t n_expert = 0;       ///< expert_count (0: dense model)
+    std::uint32_t n_expert_used = 0;  ///< expert_used_count
+    std::uint32_t n_ff_exp = 0;       ///< expert_feed_forward_length (defaults to n_ff)
+    std::uint32_t n_ff_shexp = 0;     ///< expert_shared_feed_forward_length (qwen2moe)
+    bool expert_weights_norm = false; ///< renormalise the chosen experts' weights to sum 1
+    qk_norm_kind qk_norm = qk_norm_kind::none;
+    bool attn_bias = false;     ///< q/k/v projections carry biases (qwen2, qwen2moe)
+    bool shared_expert = false; ///< a sigmoid-gated shared expert beside the routed ones (qwen2moe)
+
+    [[nodiscard]] bool is_moe() const noexcept { return n_expert > 0; }
+    [[nodiscard]] std::uint32_t q_dim() const noexcept { return n_head * head_dim; }
+    [[nodiscard]] std::uint32_t kv_dim() const noexcept { return n_head_kv * head_dim; }
+    [[nodiscard]] std::uint32_t v_dim() const noexcept { return n_head_kv * head_dim_v; }
+};
+
+/// Reads the generic keys of `arch` from `kv` (arch-specific defaults and checks are the arch hook's job).
+/// `n_vocab` comes from `<arch>.vocab_size`, else the tokenizer's token count, else stays 0 for the loader
+/// to take from token_embd. Errors name the key.
+result<model_hparams> read_hparams(const gguf::metadata& kv, std::string_view arch);
+
+/// Writes the keys `read_hparams` reads (for the converter and the model generator).
+void write_hparams(const model_hparams& hp, gguf::metadata& kv);
+
+/// Checks the shape is usable (non-zero sizes, head counts divide, experts used <= experts, even rope
+/// dimensions within the head). The message names the offending key.
+result<void> check_hparams(const model_hparams& hp);
+
+} // namespace sluice::models

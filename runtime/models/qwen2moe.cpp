@@ -1,0 +1,47 @@
+// Architecture `qwen2moe`: Qwen1.5-MoE / Qwen2-MoE (routed experts plus a sigmoid-gated shared expert, q/k/v biases).
+#include "runtime/models/architecture.hpp"
+#include "runtime/models/blocks.hpp"
+#include "runtime/models/forward.hpp"
+
+namespace sluice::models {
+
+namespace {
+
+result<void> configure(const gguf::metadata& kv, model_hparams& hp) {
+    hp.rope.layout = kernels::rope_layout::neox;
+    hp.attn_bias = true;
+    hp.shared_expert = true;
+    default_expert_weights_norm(kv, hp, false);
+    if (hp.n_ff_shexp == 0) {
+        return make_error(std::errc::invalid_argument,
+                          "metadata key qwen2moe.expert_shared_feed_forward_length: missing or zero");
+    }
+    return require_experts(hp);
+}
+
+std::vector<tensor_spec> tensors(const model_hparams& hp) {
+    std::vector<tensor_spec> out;
+    add_global_tensors(hp, out);
+    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+        add_attention_tensors(hp, il, out);
+        add_moe_tensors(hp, il, out);
+        add_shared_expert_tensors(hp, il, out);
+    }
+    return out;
+}
+
+boost::asio::awaitable<result<void>> forward_layer(layer_context& ctx, std::uint32_t il) {
+    if (auto r = co_await attention_block(ctx, il); !r) {
+        co_return r;
+    }
+    co_return co_await moe_block(ctx, il);
+}
+
+} // namespace
+
+const architecture& qwen2moe_architecture() {
+    static const architecture entry{"qwen2moe", &configure, &tensors, &forward_layer};
+    return entry;
+}
+
+} // namespace sluice::models

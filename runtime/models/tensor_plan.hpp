@@ -1,0 +1,40 @@
+// The tensors an architecture expects: GGUF names, shapes and roles, shared by the loader, the model
+// generator and the converter so all three agree on one table.
+#pragma once
+
+#include "runtime/models/hparams.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::models {
+
+/// What a tensor is used for; decides the types a writer may give it and how the loader checks it.
+enum class tensor_role {
+    embedding, ///< token_embd: rows are looked up, any type
+    matrix,    ///< a dense projection, any type with kernels
+    vector,    ///< a norm weight or bias: F32
+    router,    ///< an expert router (ffn_gate_inp): F32, as llama.cpp's converter keeps it
+    experts,   ///< a 3-D routed-expert tensor [cols, rows, n_expert], any type with kernels
+};
+
+/// One expected tensor. `ne` is the GGUF shape, fastest-varying first ({cols, rows} for a matrix).
+struct tensor_spec {
+    std::string name;
+    std::vector<std::uint64_t> ne;
+    tensor_role role = tensor_role::matrix;
+    bool optional = false; ///< may be absent (output.weight of tied embeddings)
+};
+
+/// "blk.<layer>.<base>.weight" (or ".bias").
+std::string layer_tensor_name(std::uint32_t layer, std::string_view base, std::string_view suffix = "weight");
+
+/// Standard pieces architectures assemble their tables from.
+void add_global_tensors(const model_hparams& hp, std::vector<tensor_spec>& out);
+void add_attention_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
+void add_dense_ffn_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
+void add_moe_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
+void add_shared_expert_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
+
+} // namespace sluice::models

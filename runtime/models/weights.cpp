@@ -1,0 +1,191 @@
+// Loading weights: check the tensor table against the architecture, read each file's data region in large
+// aligned O_DIRECT reads into one arena per file, then point views into the arenas.
+#include "runtime/models/weights.hpp"
+
+#include "kernels/quant.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace sluice::models {
+
+namespace {
+
+constexpr std::uint64_t chunk_bytes = std::uint64_t{16} << 20; // one read
+constexpr std::size_t reads_in_flight = 8;
+
+std::string shape_text(std::span<const std::uint64_t> ne) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < ne.size(); ++i) {
+        s += (i ? ", " : "") + std::to_string(ne[i]);
+    }
+    return s + "]";
+}
+
+result<void> check_one(const tensor_spec& spec, const gguf::tensor_info& t) {
+    const std::string context = "tensor " + spec.name;
+    if (t.shape().size() != spec.ne.size() || !std::equal(spec.ne.begin(), spec.ne.end(), t.shape().begin())) {
+        // A trailing 1 is the same shape (some writers keep [n, 1]).
+        const bool trailing_one = t.n_dims == spec.ne.size() + 1 && t.ne[t.n_dims - 1] == 1 &&
+                                  std::equal(spec.ne.begin(), spec.ne.end(), t.shape().begin());
+        if (!trailing_one) {
+            return make_error(std::errc::invalid_argument,
+                              context + ": shape " + gguf::shape_string(t) + ", expected " + shape_text(spec.ne));
+        }
+    }
+    const bool needs_f32 = spec.role == tensor_role::vector || spec.role == tensor_role::router;
+    if (needs_f32 && t.type != kernels::quant_type::f32) {
+        return make_error(std::errc::not_supported,
+                          context + ": type " + std::string(kernels::traits_of(t.type).name) + ", expected f32");
+    }
+    if (!needs_f32 && !kernels::has_kernels(t.type)) {
+        return make_error(std::errc::not_supported,
+                          context + ": type " + std::string(kernels::traits_of(t.type).name) + " has no CPU kernels");
+    }
+    return {};
+}
+
+} // namespace
+
+result<void> check_tensors(const gguf::model_files& files, const architecture& arch, const model_hparams& hp) {
+    const auto specs = arch.tensors(hp);
+    std::unordered_map<std::string_view, const tensor_spec*> expected;
+    for (const auto& spec : specs) {
+        expected.emplace(spec.name, &spec);
+        const auto* t = files.find_tensor(spec.name);
+        if (!t) {
+            if (spec.optional) {
+                continue;
+            }
+            return make_error(std::errc::invalid_argument,
+                              "tensor " + spec.name + ": missing (architecture " + std::string(arch.name) + ")");
+        }
+        if (auto r = check_one(spec, *t); !r) {
+            return r;
+        }
+    }
+    for (const auto& t : files.tensors()) {
+        if (!expected.contains(t.name)) {
+            return make_error(std::errc::invalid_argument, "tensor " + t.name + ": not used by architecture " +
+                                                               std::string(arch.name) + " with these hyperparameters");
+        }
+    }
+    return {};
+}
+
+boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& reader, const gguf::model_files& files,
+                                                                  const architecture& arch, const model_hparams& hp,
+                                                                  load_progress progress) {
+    if (auto r = check_tensors(files, arch, hp); !r) {
+        co_return r.error();
+    }
+    model_weights w;
+    // Step 1: one arena per part covering its tensor data, read in aligned chunks.
+    std::vector<std::uint64_t> base(files.parts().size(), 0);
+    std::vector<std::uint64_t> end(files.parts().size(), 0);
+    std::vector<bool> any(files.parts().size(), false);
+    for (const auto& t : files.tensors()) {
+        const auto lo = t.offset & ~std::uint64_t{io::dma_buffer::alignment - 1};
+        base[t.split] = any[t.split] ? std::min(base[t.split], lo) : lo;
+        end[t.split] = std::max(end[t.split], t.offset + t.bytes);
+        any[t.split] = true;
+    }
+    std::uint64_t total = 0;
+    for (std::size_t p = 0; p < base.size(); ++p) {
+        total += any[p] ? end[p] - base[p] : 0;
+    }
+    std::uint64_t done = 0;
+    for (std::size_t p = 0; p < files.parts().size(); ++p) {
+        if (!any[p]) {
+            w.arenas_.emplace_back();
+            continue;
+        }
+        const auto& part = files.parts()[p];
+        const std::uint64_t file_size = part.file.size();
+        const std::uint64_t span_bytes = io::dma_buffer::round_up(end[p] - base[p]);
+        auto& arena = w.arenas_.emplace_back(span_bytes);
+        // Reads past the end of the file are trimmed to the file (the last chunk may be short).
+        const std::uint64_t readable = std::min<std::uint64_t>(span_bytes, file_size - base[p]);
+        for (std::uint64_t off = 0; off < readable;) {
+            std::vector<io::read_request> batch;
+            for (std::size_t i = 0; i < reads_in_flight && off < readable; ++i) {
+                const std::uint64_t n = std::min(chunk_bytes, readable - off);
+                batch.push_back({&part.file, base[p] + off, arena.span().subspan(off, n)});
+                off += n;
+            }
+            auto results = co_await reader.read_batch(batch);
+            for (auto& r : results) {
+                if (!r) {
+                    co_return r.error().with_context("loading " + part.path.string());
+                }
+            }
+            for (const auto& req : batch) {
+                done += req.dest.size();
+            }
+            if (progress) {
+                progress(std::min(done, total), total);
+            }
+        }
+    }
+    // Step 2: views.
+    auto view = [&](std::string_view name) {
+        weight_view v;
+        const auto* t = files.find_tensor(name);
+        if (!t) {
+            return v;
+        }
+        v.data = w.arenas_[t->split].data() + (t->offset - base[t->split]);
+        v.type = t->type;
+        v.cols = t->ne[0];
+        v.rows = t->ne[1];
+        v.row_bytes = t->row_bytes();
+        v.n_expert = t->n_dims == 3 ? t->ne[2] : 0;
+        return v;
+    };
+    w.token_embd = view("token_embd.weight");
+    w.output_norm = view("output_norm.weight");
+    w.output = view("output.weight");
+    if (!w.output) {
+        w.output = w.token_embd;
+    }
+    w.layers.resize(hp.n_layer);
+    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+        auto& l = w.layers[il];
+        auto lv = [&](std::string_view base_name, std::string_view suffix = "weight") {
+            return view(layer_tensor_name(il, base_name, suffix));
+        };
+        l.attn_norm = lv("attn_norm");
+        l.wq = lv("attn_q");
+        l.wk = lv("attn_k");
+        l.wv = lv("attn_v");
+        l.wo = lv("attn_output");
+        l.bq = lv("attn_q", "bias");
+        l.bk = lv("attn_k", "bias");
+        l.bv = lv("attn_v", "bias");
+        l.q_norm = lv("attn_q_norm");
+        l.k_norm = lv("attn_k_norm");
+        l.ffn_norm = lv("ffn_norm");
+        l.ffn_gate = lv("ffn_gate");
+        l.ffn_up = lv("ffn_up");
+        l.ffn_down = lv("ffn_down");
+        l.router = lv("ffn_gate_inp");
+        l.gate_exps = lv("ffn_gate_exps");
+        l.up_exps = lv("ffn_up_exps");
+        l.down_exps = lv("ffn_down_exps");
+        l.shexp_gate_inp = lv("ffn_gate_inp_shexp");
+        l.shexp_gate = lv("ffn_gate_shexp");
+        l.shexp_up = lv("ffn_up_shexp");
+        l.shexp_down = lv("ffn_down_shexp");
+    }
+    co_return w;
+}
+
+std::uint64_t model_weights::resident_bytes() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& a : arenas_) {
+        n += a.size();
+    }
+    return n;
+}
+
+} // namespace sluice::models

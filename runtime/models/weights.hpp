@@ -1,0 +1,70 @@
+// A model's weights resident in memory: views of every tensor a layer uses, read through io/ (no mmap).
+#pragma once
+
+#include "io/dma_buffer.hpp"
+#include "io/error.hpp"
+#include "io/reader.hpp"
+#include "kernels/quant_type.hpp"
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/models/architecture.hpp"
+#include "runtime/models/hparams.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace sluice::models {
+
+/// A matrix (rows of `cols` values), vector or 3-D expert tensor in memory. Empty when `data` is null.
+struct weight_view {
+    const std::byte* data = nullptr;
+    kernels::quant_type type = kernels::quant_type::f32;
+    std::uint64_t cols = 0;      ///< ne[0]
+    std::uint64_t rows = 0;      ///< ne[1]
+    std::uint64_t row_bytes = 0; ///< bytes of one row
+    std::uint64_t n_expert = 0;  ///< ne[2] of expert tensors, else 0
+
+    explicit operator bool() const noexcept { return data != nullptr; }
+    /// Bytes of one expert's matrix (rows * row_bytes).
+    [[nodiscard]] std::uint64_t expert_bytes() const noexcept { return rows * row_bytes; }
+    /// F32 contents of a vector or router tensor (the loader checked the type).
+    [[nodiscard]] const float* f32() const noexcept { return reinterpret_cast<const float*>(data); }
+};
+
+/// The tensors of one decoder layer (absent ones are empty views).
+struct layer_weights {
+    weight_view attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm;
+    weight_view ffn_gate, ffn_up, ffn_down;                       ///< dense FFN
+    weight_view router, gate_exps, up_exps, down_exps;            ///< routed experts (3-D)
+    weight_view shexp_gate_inp, shexp_gate, shexp_up, shexp_down; ///< shared expert
+};
+
+/// Progress of a load: bytes read so far of the total.
+using load_progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+/// Every weight of a model, in memory. Move-only.
+class model_weights {
+public:
+    /// Checks that `files` holds exactly the tensors `arch` expects for `hp` (names, shapes, types a kernel
+    /// can run; vectors and routers F32), reads all tensor data into resident memory with large aligned reads
+    /// through `reader`, and builds the views. Errors name the tensor ("tensor blk.3.ffn_up_exps.weight: ...").
+    static boost::asio::awaitable<result<model_weights>> load(io::reader& reader, const gguf::model_files& files,
+                                                              const architecture& arch, const model_hparams& hp,
+                                                              load_progress progress = {});
+
+    weight_view token_embd, output_norm, output; ///< output aliases token_embd for tied embeddings
+    std::vector<layer_weights> layers;
+
+    /// Bytes held in memory.
+    [[nodiscard]] std::uint64_t resident_bytes() const noexcept;
+
+private:
+    std::vector<io::dma_buffer> arenas_; ///< one per model file part: its tensor data region
+};
+
+/// Checks the tensor table of `files` against what `arch` expects for `hp` (the load's first step).
+result<void> check_tensors(const gguf::model_files& files, const architecture& arch, const model_hparams& hp);
+
+} // namespace sluice::models

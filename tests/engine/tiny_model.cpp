@@ -1,0 +1,93 @@
+// Tiny random-weight models for engine tests.
+#include "tests/engine/tiny_model.hpp"
+
+#include "runtime/mkmodel/random_model.hpp"
+#include "runtime/mkmodel/tokenizer_keys.hpp"
+#include "tests/cli/scratch.hpp"
+
+#include <stdexcept>
+
+namespace sluice::test {
+
+namespace {
+
+models::model_hparams tiny_hparams(const std::string& arch) {
+    models::model_hparams hp;
+    hp.arch = arch;
+    hp.n_vocab = 512;
+    hp.n_ctx_train = 1024;
+    hp.n_embd = 256;
+    hp.n_layer = 2;
+    hp.n_head = 4;
+    hp.n_head_kv = 2;
+    hp.head_dim = 64;
+    hp.head_dim_v = 64;
+    hp.rope.n_rot = 64;
+    hp.rope.freq_base = 10000.0f;
+    hp.rms_eps = 1e-6f;
+    const bool moe = arch == "qwen2moe" || arch == "qwen3moe" || arch == "olmoe" || arch == "mixtral";
+    hp.n_ff = moe && arch != "mixtral" ? 0 : 512;
+    if (moe) {
+        hp.n_expert = 8;
+        hp.n_expert_used = 2;
+        hp.n_ff_exp = arch == "mixtral" ? 512 : 256;
+    }
+    if (arch == "qwen2moe") {
+        hp.n_ff_shexp = 512;
+    }
+    if (arch == "mixtral") {
+        hp.arch = "llama";
+    }
+    return hp;
+}
+
+} // namespace
+
+std::filesystem::path tiny_model(const std::string& arch, kernels::quant_type type, std::uint64_t seed,
+                                 const std::string& variant, std::function<void(void*)> mutate) {
+    const auto path = scratch_dir() / (arch + "-" + std::string(kernels::traits_of(type).name) + "-" +
+                                       std::to_string(seed) + variant + ".gguf");
+    if (std::filesystem::exists(path)) {
+        return path;
+    }
+    mkmodel::random_model_spec spec;
+    spec.hparams = tiny_hparams(arch);
+    spec.type = type;
+    spec.seed = seed;
+    spec.name = arch;
+    auto plan = mkmodel::plan_random_model(spec);
+    if (!plan) {
+        throw std::runtime_error(plan.error().message);
+    }
+    auto tok = mkmodel::synthetic_tokenizer(spec.hparams.n_vocab);
+    if (!tok) {
+        throw std::runtime_error(tok.error().message);
+    }
+    for (const auto& e : tok->entries()) {
+        plan->kv.set(e.key, e.value);
+    }
+    if (mutate) {
+        mutate(&*plan);
+    }
+    auto written = mkmodel::write_random_model(*plan, path);
+    if (!written) {
+        throw std::runtime_error(written.error().message);
+    }
+    return path;
+}
+
+std::shared_ptr<model> load_model(const std::filesystem::path& path, std::uint32_t n_batch, std::uint32_t n_ctx,
+                                  std::size_t n_threads, kernels::quant_type kv_type) {
+    model_options opts;
+    opts.n_batch = n_batch;
+    opts.n_ctx = n_ctx;
+    opts.n_threads = n_threads;
+    opts.kv_type = kv_type;
+    auto m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(path, opts); });
+    if (!m) {
+        throw std::runtime_error(m.error().message);
+    }
+    return *m;
+}
+
+} // namespace sluice::test
