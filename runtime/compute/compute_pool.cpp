@@ -18,7 +18,7 @@ struct compute_pool::job {
 };
 
 namespace {
-constexpr int spin_rounds = 20000; // ~ tens of microseconds of pause before sleeping
+constexpr int spin_rounds = 2000; // tens of microseconds of pause before sleeping: the io thread may need the core
 } // namespace
 
 compute_pool::compute_pool(std::size_t n_threads) {

@@ -8,8 +8,6 @@
 #include "runtime/models/hparams.hpp"
 #include "runtime/models/tensor_plan.hpp"
 
-#include <boost/asio/awaitable.hpp>
-
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,6 +15,7 @@
 namespace sluice::models {
 
 class layer_context;
+struct team_member;
 
 /// The hooks of one architecture.
 struct architecture {
@@ -26,8 +25,10 @@ struct architecture {
     result<void> (*configure)(const gguf::metadata& kv, model_hparams& hp);
     /// The tensors a file of this architecture holds, in llama.cpp's order.
     std::vector<tensor_spec> (*tensors)(const model_hparams& hp);
-    /// Runs decoder layer `layer` over the batch held by `ctx` (residual stream in, residual stream out).
-    boost::asio::awaitable<result<void>> (*forward_layer)(layer_context& ctx, std::uint32_t layer);
+    /// Runs decoder layer `layer` over the batch held by `ctx` (residual stream in, residual stream out) as
+    /// one member `m` of the compute team. Returns false when a block stopped to wait for expert weights
+    /// (see moe_block); the runner awaits them and calls the hook again for the same layer.
+    bool (*forward_layer)(layer_context& ctx, std::uint32_t layer, const team_member& m);
 };
 
 /// The architecture called `name`, or an error listing the supported ones.

@@ -15,7 +15,6 @@ namespace sluice::models {
 using detail::matmul_share;
 using detail::plan_input;
 using detail::prepare_rows;
-using runtime::run_team;
 using runtime::slice;
 using runtime::team_barrier;
 
@@ -72,12 +71,16 @@ void add_rows(float* x, const float* d, std::size_t n, slice r) {
 
 } // namespace
 
-boost::asio::awaitable<result<void>> attention_block(layer_context& ctx, std::uint32_t il) {
+void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
+    if (ctx.resume_layer == il) {
+        return;
+    }
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
     const std::size_t n_tok = ctx.n_tokens;
     const std::size_t n_embd = hp.n_embd;
+    const std::size_t t = m.index, n = m.count;
     const auto in_qkv = plan_input(s, 0, {l.wq.type, l.wk.type, l.wv.type}, n_embd, n_tok);
     const auto in_o = plan_input(s, 4, {l.wo.type}, std::size_t{hp.n_head} * hp.head_dim_v, n_tok);
     kernels::attention_shape shape;
@@ -91,32 +94,30 @@ boost::asio::awaitable<result<void>> attention_block(layer_context& ctx, std::ui
     shape.kv_head_stride = hp.head_dim;
     shape.first_pos = ctx.first_pos;
     shape.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-    co_await run_team(ctx.pool(), [&](std::size_t t, std::size_t n, team_barrier& b) {
-        const slice tok(n_tok, t, n);
-        norm_rows(s.x.data(), l.attn_norm, s.xn.data(), n_embd, hp.rms_eps, tok);
-        prepare_rows(in_qkv, s.xn.data(), tok);
-        b.wait();
-        matmul_share(l.wq, in_qkv, n_tok, s.q.data(), hp.q_dim(), t, n);
-        matmul_share(l.wk, in_qkv, n_tok, s.k.data(), hp.kv_dim(), t, n);
-        matmul_share(l.wv, in_qkv, n_tok, s.v.data(), hp.v_dim(), t, n);
-        b.wait();
-        for (std::size_t i = tok.begin; i < tok.end; ++i) {
-            finish_qkv(ctx, l, il, i);
-        }
-        b.wait();
-        const slice heads(hp.n_head, t, n);
-        if (heads.size()) {
-            kernels::attention(shape, ctx.cache().type(), s.q.data(), ctx.cache().keys(il), ctx.cache().values(il),
-                               s.attn.data(), heads.begin, heads.end);
-        }
-        b.wait();
-        prepare_rows(in_o, s.attn.data(), tok);
-        b.wait();
-        matmul_share(l.wo, in_o, n_tok, s.tmp.data(), n_embd, t, n);
-        b.wait();
-        add_rows(s.x.data(), s.tmp.data(), n_embd, tok);
-    });
-    co_return result<void>{};
+    const slice tok(n_tok, t, n);
+    norm_rows(s.x.data(), l.attn_norm, s.xn.data(), n_embd, hp.rms_eps, tok);
+    prepare_rows(in_qkv, s.xn.data(), tok);
+    m.sync();
+    matmul_share(l.wq, in_qkv, n_tok, s.q.data(), hp.q_dim(), t, n);
+    matmul_share(l.wk, in_qkv, n_tok, s.k.data(), hp.kv_dim(), t, n);
+    matmul_share(l.wv, in_qkv, n_tok, s.v.data(), hp.v_dim(), t, n);
+    m.sync();
+    for (std::size_t i = tok.begin; i < tok.end; ++i) {
+        finish_qkv(ctx, l, il, i);
+    }
+    m.sync();
+    const slice heads(hp.n_head, t, n);
+    if (heads.size()) {
+        kernels::attention(shape, ctx.cache().type(), s.q.data(), ctx.cache().keys(il), ctx.cache().values(il),
+                           s.attn.data(), heads.begin, heads.end);
+    }
+    m.sync();
+    prepare_rows(in_o, s.attn.data(), tok);
+    m.sync();
+    matmul_share(l.wo, in_o, n_tok, s.tmp.data(), n_embd, t, n);
+    m.sync();
+    add_rows(s.x.data(), s.tmp.data(), n_embd, tok);
+    m.sync();
 }
 
 namespace {
@@ -155,7 +156,7 @@ struct dense_ffn {
 
 } // namespace
 
-boost::asio::awaitable<result<void>> dense_ffn_block(layer_context& ctx, std::uint32_t il) {
+void dense_ffn_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
@@ -164,16 +165,14 @@ boost::asio::awaitable<result<void>> dense_ffn_block(layer_context& ctx, std::ui
     const auto hidden_in = plan_input(s, 4, {l.ffn_down.type}, hp.n_ff, n_tok);
     const dense_ffn ffn{l.ffn_gate,    l.ffn_up,    l.ffn_down,   in,   hidden_in,
                         s.gate.data(), s.up.data(), s.tmp.data(), n_tok};
-    co_await run_team(ctx.pool(), [&](std::size_t t, std::size_t n, team_barrier& b) {
-        const slice tok(n_tok, t, n);
-        norm_rows(s.x.data(), l.ffn_norm, s.xn.data(), hp.n_embd, hp.rms_eps, tok);
-        prepare_rows(in, s.xn.data(), tok);
-        b.wait();
-        ffn.run(t, n, b);
-        b.wait();
-        add_rows(s.x.data(), s.tmp.data(), hp.n_embd, tok);
-    });
-    co_return result<void>{};
+    const slice tok(n_tok, m.index, m.count);
+    norm_rows(s.x.data(), l.ffn_norm, s.xn.data(), hp.n_embd, hp.rms_eps, tok);
+    prepare_rows(in, s.xn.data(), tok);
+    m.sync();
+    ffn.run(m.index, m.count, m.barrier);
+    m.sync();
+    add_rows(s.x.data(), s.tmp.data(), hp.n_embd, tok);
+    m.sync();
 }
 
 void default_expert_weights_norm(const gguf::metadata& kv, model_hparams& hp, bool fallback) {

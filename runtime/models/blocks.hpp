@@ -5,25 +5,37 @@
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/models/hparams.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include "runtime/compute/team.hpp"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sluice::models {
 
 class layer_context;
 
+/// One member of the compute team running a forward pass. Every member runs the same blocks; they split
+/// tokens, rows or heads between `sync()` points.
+struct team_member {
+    std::size_t index;
+    std::size_t count;
+    runtime::team_barrier& barrier;
+    void sync() const noexcept { barrier.wait(); }
+};
+
 /// Pre-norm self-attention: x += W_o · attn(rope(norm(x) W_q), rope(norm(x) W_k), norm(x) W_v), with the
-/// biases and q/k norms `hp` asks for; keys and values go into the sequence's KV cache.
-boost::asio::awaitable<result<void>> attention_block(layer_context& ctx, std::uint32_t layer);
+/// biases and q/k norms `hp` asks for; keys and values go into the sequence's KV cache. Skipped when the
+/// layer is being resumed after an expert wait (its attention is done).
+void attention_block(layer_context& ctx, std::uint32_t layer, const team_member& m);
 
 /// Pre-norm SwiGLU feed-forward: x += W_down · (silu(h W_gate) * h W_up), h = norm(x).
-boost::asio::awaitable<result<void>> dense_ffn_block(layer_context& ctx, std::uint32_t layer);
+void dense_ffn_block(layer_context& ctx, std::uint32_t layer, const team_member& m);
 
 /// Pre-norm mixture of experts: route each token to its top experts (softmax scores, optionally
 /// renormalised), run them (weights reached through the expert source), plus the sigmoid-gated shared
-/// expert when `hp.shared_expert`.
-boost::asio::awaitable<result<void>> moe_block(layer_context& ctx, std::uint32_t layer);
+/// expert when `hp.shared_expert`. Returns false, on every member, when the expert source cannot serve the
+/// chosen experts at once: the runner then awaits them and resumes the layer, which skips what it did.
+[[nodiscard]] bool moe_block(layer_context& ctx, std::uint32_t layer, const team_member& m);
 
 /// Sets `hp.expert_weights_norm` to `fallback` unless the file says otherwise (`<arch>.expert_weights_norm`).
 void default_expert_weights_norm(const gguf::metadata& kv, model_hparams& hp, bool fallback);

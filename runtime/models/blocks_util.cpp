@@ -16,7 +16,7 @@ const std::byte* prepared_input::get(kernels::quant_type type) const noexcept {
 }
 
 prepared_input plan_input(forward_scratch& s, std::size_t first_slot, std::initializer_list<kernels::quant_type> types,
-                          std::size_t cols, std::size_t rows) {
+                          std::size_t cols, [[maybe_unused]] std::size_t rows) {
     prepared_input in;
     in.cols = cols;
     for (const auto type : types) {
@@ -30,9 +30,7 @@ prepared_input plan_input(forward_scratch& s, std::size_t first_slot, std::initi
         assert(in.n < in.types.size() && first_slot + in.n < s.act.size());
         const std::size_t rb = kernels::prepared_row_bytes(type, cols);
         auto& buf = s.act[first_slot + in.n];
-        if (buf.size() < rb * rows) {
-            buf.resize(rb * rows);
-        }
+        assert(buf.size() >= rb * rows && "forward_scratch::size_for did not plan this input");
         in.types[in.n] = type;
         in.bufs[in.n] = buf.data();
         in.row_bytes[in.n] = rb;

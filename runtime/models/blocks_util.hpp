@@ -25,7 +25,7 @@ struct prepared_input {
 };
 
 /// Plans buffers in scratch slots [first_slot, first_slot + 4) for `rows` rows, one per distinct type.
-/// Allocates; call on the coroutine's thread before the team job.
+/// Never allocates (forward_scratch::size_for sized the slots), so compute threads may call it.
 prepared_input plan_input(forward_scratch& s, std::size_t first_slot, std::initializer_list<kernels::quant_type> types,
                           std::size_t cols, std::size_t rows);
 

@@ -26,6 +26,15 @@ public:
     /// valid until `release(layer)`. Runs on the caller's executor; may suspend while weights are read.
     virtual boost::asio::awaitable<result<void>> acquire(std::uint32_t layer, std::span<const std::int32_t> ids,
                                                          expert_handles& out) = 0;
+    /// Synchronous fast path, called from a compute thread: fills `out` and returns true when experts `ids`
+    /// of `layer` are usable right now without waiting (resident, or already cached). False sends the forward
+    /// pass back to the io_context to `acquire` them. Must be thread-safe with respect to `acquire`.
+    virtual bool try_acquire(std::uint32_t layer, std::span<const std::int32_t> ids, expert_handles& out) {
+        (void)layer;
+        (void)ids;
+        (void)out;
+        return false;
+    }
     /// The forward pass is done with `layer`'s experts (a cache may now evict them).
     virtual void release(std::uint32_t layer) noexcept { (void)layer; }
 };
@@ -36,6 +45,7 @@ public:
     explicit resident_experts(const model_weights& w) noexcept : weights_(&w) {}
     boost::asio::awaitable<result<void>> acquire(std::uint32_t layer, std::span<const std::int32_t> ids,
                                                  expert_handles& out) override;
+    bool try_acquire(std::uint32_t layer, std::span<const std::int32_t> ids, expert_handles& out) override;
 
 private:
     const model_weights* weights_;

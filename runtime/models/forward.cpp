@@ -3,6 +3,7 @@
 
 #include "kernels/quant.hpp"
 #include "runtime/compute/team.hpp"
+#include "runtime/models/blocks.hpp"
 #include "runtime/models/blocks_util.hpp"
 
 #include <algorithm>
@@ -36,9 +37,45 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
     }
 }
 
+void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) {
+    // Every weight type in use, to size each prepared-activation slot for the largest of them.
+    std::vector<kernels::quant_type> types{w.output.type};
+    for (const auto& l : w.layers) {
+        for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.gate_exps,
+                              &l.up_exps, &l.down_exps, &l.shexp_gate, &l.shexp_up, &l.shexp_down}) {
+            if (*v && std::find(types.begin(), types.end(), v->type) == types.end()) {
+                types.push_back(v->type);
+            }
+        }
+    }
+    auto widest = [&](std::size_t cols) {
+        std::size_t bytes = 0;
+        const std::size_t padded = (cols + 255) / 256 * 256; // an upper bound for every block size
+        for (const auto t : types) {
+            bytes = std::max(bytes, kernels::prepared_row_bytes(t, padded));
+        }
+        return bytes;
+    };
+    const std::size_t b = max_batch;
+    const std::size_t top_k = std::max<std::size_t>(hp.n_expert_used, 1);
+    for (std::size_t slot = 0; slot < 4; ++slot) {
+        act[slot].resize(widest(hp.n_embd) * b);
+    }
+    const std::size_t hidden =
+        std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff}, std::size_t{hp.n_ff_exp}});
+    act[4].resize(widest(hidden) * b * top_k);
+    act[5].resize(widest(std::max<std::size_t>(hp.n_ff_shexp, 1)) * b);
+    unique_ids.reserve(b * top_k);
+    experts.gate.assign(hp.n_expert, nullptr);
+    experts.up.assign(hp.n_expert, nullptr);
+    experts.down.assign(hp.n_expert, nullptr);
+}
+
 forward_runner::forward_runner(const architecture& arch, const model_hparams& hp, const model_weights& w,
                                runtime::compute_pool& pool, expert_source& experts, std::uint32_t max_batch)
-    : arch_(&arch), hp_(&hp), weights_(&w), pool_(&pool), experts_(&experts), scratch_(hp, std::max(1u, max_batch)) {}
+    : arch_(&arch), hp_(&hp), weights_(&w), pool_(&pool), experts_(&experts), scratch_(hp, std::max(1u, max_batch)) {
+    scratch_.size_for(hp, w);
+}
 
 boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, std::span<const std::int32_t> tokens,
                                                              logits_mode mode, std::vector<float>& logits) {
@@ -60,61 +97,81 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
     }
     logits.resize((mode == logits_mode::all ? tokens.size() : 1) * std::size_t{hp.n_vocab});
     for (std::size_t done = 0; done < tokens.size();) {
-        const std::size_t n = std::min<std::size_t>(scratch_.max_batch, tokens.size() - done);
-        if (auto r = co_await run_batch(cache, tokens.subspan(done, n)); !r) {
-            co_return r;
-        }
+        const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(scratch_.max_batch, tokens.size() - done));
+        logits_request req;
         if (mode == logits_mode::all) {
-            co_await output_logits(static_cast<std::uint32_t>(n), 0, static_cast<std::uint32_t>(n),
-                                   logits.data() + done * hp.n_vocab);
+            req = {0, n, logits.data() + done * hp.n_vocab};
         } else if (done + n == tokens.size()) {
-            co_await output_logits(static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(n - 1), 1, logits.data());
+            req = {n - 1, 1, logits.data()};
+        }
+        if (auto r = co_await run_batch(cache, tokens.subspan(done, n), req); !r) {
+            co_return r;
         }
         done += n;
     }
     co_return result<void>{};
 }
 
-boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, std::span<const std::int32_t> tokens) {
+boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, std::span<const std::int32_t> tokens,
+                                                               logits_request logits) {
     const auto& hp = *hp_;
     const auto& emb = weights_->token_embd;
     const std::size_t n_tok = tokens.size();
-    co_await runtime::run_team(*pool_, [&](std::size_t t, std::size_t n, runtime::team_barrier&) {
-        const runtime::slice tok(n_tok, t, n);
-        for (std::size_t i = tok.begin; i < tok.end; ++i) {
-            kernels::dequantize_row(emb.type, emb.data + static_cast<std::size_t>(tokens[i]) * emb.row_bytes,
-                                    scratch_.x.data() + i * hp.n_embd, hp.n_embd);
-        }
-    });
     layer_context ctx(hp, *weights_, *pool_, *experts_, cache, scratch_);
     ctx.n_tokens = static_cast<std::uint32_t>(n_tok);
     ctx.first_pos = cache.size();
-    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
-        if (auto r = co_await arch_->forward_layer(ctx, il); !r) {
-            co_return r;
+    // The whole batch is one team job; it stops early only when a layer must wait for expert weights.
+    std::uint32_t first_layer = 0;
+    while (true) {
+        std::uint32_t stopped_at = layer_context::no_layer;
+        co_await runtime::run_team(*pool_, [&](std::size_t t, std::size_t n, runtime::team_barrier& b) {
+            const team_member m{t, n, b};
+            if (first_layer == 0 && ctx.resume_layer == layer_context::no_layer) {
+                const runtime::slice tok(n_tok, t, n);
+                for (std::size_t i = tok.begin; i < tok.end; ++i) {
+                    kernels::dequantize_row(emb.type, emb.data + static_cast<std::size_t>(tokens[i]) * emb.row_bytes,
+                                            scratch_.x.data() + i * hp.n_embd, hp.n_embd);
+                }
+                m.sync();
+            }
+            for (std::uint32_t il = first_layer; il < hp.n_layer; ++il) {
+                if (!arch_->forward_layer(ctx, il, m)) {
+                    stopped_at = il; // every member stops at the same layer
+                    return;
+                }
+            }
+            if (logits.count) {
+                output_logits(logits, m);
+            }
+        });
+        if (stopped_at == layer_context::no_layer) {
+            break;
         }
+        if (auto r = co_await experts_->acquire(stopped_at, scratch_.unique_ids, scratch_.experts); !r) {
+            co_return r.error().with_context("layer " + std::to_string(stopped_at) + " experts");
+        }
+        first_layer = stopped_at;
+        ctx.resume_layer = stopped_at;
+        ctx.experts_pending = false;
     }
     cache.advance(static_cast<std::uint32_t>(n_tok));
     co_return result<void>{};
 }
 
-boost::asio::awaitable<void> forward_runner::output_logits(std::uint32_t n_tokens, std::uint32_t first,
-                                                           std::uint32_t count, float* out) {
-    (void)n_tokens;
+void forward_runner::output_logits(const logits_request& req, const team_member& m) {
+    const std::size_t t = m.index, n = m.count;
     const auto& hp = *hp_;
     const auto& w = *weights_;
     auto& s = scratch_;
-    const auto in = detail::plan_input(s, 0, {w.output.type}, hp.n_embd, count);
-    co_await runtime::run_team(*pool_, [&](std::size_t t, std::size_t n, runtime::team_barrier& b) {
-        const runtime::slice tok(count, t, n);
-        for (std::size_t i = tok.begin; i < tok.end; ++i) {
-            kernels::rms_norm(s.x.data() + (first + i) * hp.n_embd, w.output_norm.f32(), s.xn.data() + i * hp.n_embd,
-                              hp.n_embd, hp.rms_eps);
-        }
-        detail::prepare_rows(in, s.xn.data(), tok);
-        b.wait();
-        detail::matmul_share(w.output, in, count, out, hp.n_vocab, t, n);
-    });
+    const auto in = detail::plan_input(s, 0, {w.output.type}, hp.n_embd, req.count);
+    const runtime::slice tok(req.count, t, n);
+    for (std::size_t i = tok.begin; i < tok.end; ++i) {
+        kernels::rms_norm(s.x.data() + (req.first + i) * hp.n_embd, w.output_norm.f32(), s.xn.data() + i * hp.n_embd,
+                          hp.n_embd, hp.rms_eps);
+    }
+    detail::prepare_rows(in, s.xn.data(), tok);
+    m.sync();
+    detail::matmul_share(w.output, in, req.count, req.out, hp.n_vocab, t, n);
 }
 
 } // namespace sluice::models

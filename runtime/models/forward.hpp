@@ -38,7 +38,11 @@ struct forward_scratch {
     std::vector<std::int32_t> sel_row;         ///< selection -> its own row (identity), for the down projection
     std::vector<float> shexp_gate;             ///< shared-expert gate per token
     std::array<std::vector<std::byte>, 8> act; ///< prepared activation rows, one slot per (input, weight type)
+    std::vector<std::int32_t> unique_ids;      ///< distinct experts chosen in the current MoE layer
     expert_handles experts;
+
+    /// Sizes the prepared-activation slots for every weight type `w` uses, so compute threads never allocate.
+    void size_for(const model_hparams& hp, const model_weights& w);
 };
 
 /// State of the batch a layer hook works on. Blocks read and write `x` in place.
@@ -57,6 +61,12 @@ public:
 
     std::uint32_t n_tokens = 0;  ///< tokens in this batch
     std::uint32_t first_pos = 0; ///< cache position of the batch's first token
+
+    /// A MoE layer resumed after its experts were awaited: its attention and routing are done.
+    static constexpr std::uint32_t no_layer = ~std::uint32_t{0};
+    std::uint32_t resume_layer = no_layer;
+    /// Set by member 0 when the expert source could not serve the chosen experts at once.
+    bool experts_pending = false;
 
 private:
     const model_hparams* hp_;
@@ -89,9 +99,15 @@ public:
     [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
 
 private:
-    boost::asio::awaitable<result<void>> run_batch(kv_cache& cache, std::span<const std::int32_t> tokens);
-    boost::asio::awaitable<void> output_logits(std::uint32_t n_tokens, std::uint32_t first, std::uint32_t count,
-                                               float* out);
+    /// Rows of the batch whose logits a batch writes, and where.
+    struct logits_request {
+        std::uint32_t first = 0;
+        std::uint32_t count = 0; ///< 0: none
+        float* out = nullptr;
+    };
+    boost::asio::awaitable<result<void>> run_batch(kv_cache& cache, std::span<const std::int32_t> tokens,
+                                                   logits_request logits);
+    void output_logits(const logits_request& req, const team_member& m);
 
     const architecture* arch_;
     const model_hparams* hp_;

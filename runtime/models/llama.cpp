@@ -29,14 +29,13 @@ std::vector<tensor_spec> tensors(const model_hparams& hp) {
     return out;
 }
 
-boost::asio::awaitable<result<void>> forward_layer(layer_context& ctx, std::uint32_t il) {
-    if (auto r = co_await attention_block(ctx, il); !r) {
-        co_return r;
-    }
+bool forward_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {
+    attention_block(ctx, il, m);
     if (ctx.hparams().is_moe()) {
-        co_return co_await moe_block(ctx, il);
+        return moe_block(ctx, il, m);
     }
-    co_return co_await dense_ffn_block(ctx, il);
+    dense_ffn_block(ctx, il, m);
+    return true;
 }
 
 } // namespace

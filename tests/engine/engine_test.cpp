@@ -7,6 +7,9 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
 
@@ -97,6 +100,37 @@ INSTANTIATE_TEST_SUITE_P(
                       arch_case{"qwen3moe", quant_type::q4_k}, arch_case{"qwen3moe", quant_type::f32},
                       arch_case{"olmoe", quant_type::q5_k}),
     [](const auto& info) { return info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name); });
+
+// An expert source that never serves synchronously and completes lookups later on the io_context, as a
+// disk-backed cache would: every MoE layer sends the forward pass back to the coroutine and resumes.
+class deferred_experts final : public models::expert_source {
+public:
+    explicit deferred_experts(const models::model_weights& w) : inner_(w) {}
+    boost::asio::awaitable<result<void>> acquire(std::uint32_t layer, std::span<const std::int32_t> ids,
+                                                 models::expert_handles& out) override {
+        ++acquired;
+        co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::use_awaitable);
+        co_return co_await inner_.acquire(layer, ids, out);
+    }
+    int acquired = 0;
+
+private:
+    models::resident_experts inner_;
+};
+
+TEST_P(every_arch, awaited_expert_lookups_give_the_same_logits) {
+    const auto m = load_model(tiny_model(GetParam().arch, GetParam().type), 16);
+    const auto tokens = random_tokens(20, 11);
+    const auto expected = evaluate(m, tokens, false);
+    deferred_experts slow(m->weights());
+    models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), slow, 16);
+    models::kv_cache cache(m->hparams(), 64);
+    std::vector<float> logits;
+    auto r = run_sync<result<void>>([&] { return runner.forward(cache, tokens, models::logits_mode::all, logits); });
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(logits, expected);
+    EXPECT_EQ(slow.acquired, m->hparams().is_moe() ? 2 * 2 : 0); // two batches of two MoE layers
+}
 
 // Generation helpers -------------------------------------------------------------------------------------
 
