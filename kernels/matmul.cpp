@@ -32,9 +32,12 @@ std::size_t prepared_row_bytes(quant_type type, std::size_t cols) noexcept {
         return 0;
     }
     switch (k->act) {
-    case act_format::f32: return cols * sizeof(float);
-    case act_format::q8_0: return cols / qk32 * sizeof(block_q8_0);
-    case act_format::q8_k: return cols / qk_k * sizeof(block_q8_k);
+    case act_format::f32:
+        return cols * sizeof(float);
+    case act_format::q8_0:
+        return cols / qk32 * sizeof(block_q8_0);
+    case act_format::q8_k:
+        return cols / qk_k * sizeof(block_q8_k);
     }
     return 0;
 }
@@ -94,15 +97,17 @@ void matmul(quant_type type, const void* w, std::size_t rows, std::size_t cols, 
     matmul_prepared(type, w, w_row_bytes, 0, rows, cols, act.data(), n_tokens, y, rows, isa);
 }
 
-void matmul_experts(quant_type type, const void* const* expert_weights, std::size_t w_row_bytes,
-                    std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
-                    const std::int32_t* sel_expert, const std::int32_t* sel_token, std::size_t n_sel, float* y,
-                    std::size_t y_stride, isa_level isa) {
-    const dot_fn dot = kernels_for(type, isa).dot;
+void matmul_experts(quant_type type, const void* const* expert_weights, std::size_t w_row_bytes, std::size_t row_begin,
+                    std::size_t row_end, std::size_t cols, const void* act, const std::int32_t* sel_expert,
+                    const std::int32_t* sel_token, std::size_t n_sel, float* y, std::size_t y_stride, isa_level isa) {
+    const format_kernels& k = kernels_for(type, isa);
     const auto* ab = static_cast<const std::uint8_t*>(act);
     const std::size_t act_stride = prepared_row_bytes(type, cols);
-    // Group selections by expert so each expert's weight tile is read once for all its tokens.
-    std::vector<std::size_t> order(n_sel);
+    // Group selections by expert so each expert's weight tile is read once for all its tokens. Scratch is
+    // per thread and only grows, so steady-state calls do not allocate.
+    thread_local std::vector<std::size_t> order;
+    thread_local std::vector<std::uint8_t> gathered;
+    order.resize(n_sel);
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return sel_expert[a] < sel_expert[b]; });
@@ -113,13 +118,32 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
             ++g1;
         }
         const auto* wb = static_cast<const std::uint8_t*>(expert_weights[sel_expert[order[g0]]]);
+        // Tokens of this expert in groups of four share each weight block's unpacking (dot4 wants their
+        // activation rows side by side, so they are gathered first).
+        const std::size_t grouped = k.dot4 != nullptr ? (g1 - g0) / 4 * 4 : 0;
+        if (grouped) {
+            gathered.resize(grouped * act_stride);
+            for (std::size_t i = 0; i < grouped; ++i) {
+                std::copy_n(ab + static_cast<std::size_t>(sel_token[order[g0 + i]]) * act_stride, act_stride,
+                            gathered.data() + i * act_stride);
+            }
+        }
         for (std::size_t r0 = row_begin; r0 < row_end; r0 += tile) {
             const std::size_t r1 = std::min(row_end, r0 + tile);
-            for (std::size_t i = g0; i < g1; ++i) {
+            for (std::size_t i = 0; i < grouped; i += 4) {
+                for (std::size_t r = r0; r < r1; ++r) {
+                    float out[4];
+                    k.dot4(cols, wb + r * w_row_bytes, gathered.data() + i * act_stride, act_stride, out);
+                    for (std::size_t j = 0; j < 4; ++j) {
+                        y[order[g0 + i + j] * y_stride + r] = out[j];
+                    }
+                }
+            }
+            for (std::size_t i = g0 + grouped; i < g1; ++i) {
                 const std::size_t s = order[i];
                 const std::uint8_t* a = ab + static_cast<std::size_t>(sel_token[s]) * act_stride;
                 for (std::size_t r = r0; r < r1; ++r) {
-                    y[s * y_stride + r] = dot(cols, wb + r * w_row_bytes, a);
+                    y[s * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, a);
                 }
             }
         }

@@ -80,40 +80,42 @@ TEST(matmul, convenience_matmul_equals_prepared_path) {
 TEST(matmul, expert_rows_equal_dense_products_of_selected_experts) {
     std::mt19937 rng(12);
     for (isa_level isa : supported_isas()) {
-        for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16}) {
-            const std::size_t n_experts = 6, rows = 21, tokens = 5, k = 3;
-            const std::size_t cols = test::cols_for(type, 2);
-            std::vector<std::vector<std::uint8_t>> experts; // separate buffers on purpose
-            std::vector<const void*> ptrs;
-            for (std::size_t e = 0; e < n_experts; ++e) {
-                experts.push_back(test::random_weights(rng, type, rows, cols));
-            }
-            for (const auto& e : experts) {
-                ptrs.push_back(e.data());
-            }
-            const auto x = test::random_floats(rng, cols * tokens);
-            const std::size_t stride = prepared_row_bytes(type, cols);
-            std::vector<std::uint8_t> act(stride * tokens);
-            prepare_activations(type, x.data(), cols, tokens, cols, act.data(), isa);
-            std::vector<std::int32_t> sel_expert, sel_token;
-            std::uniform_int_distribution<int> pick(0, n_experts - 1);
-            for (std::size_t t = 0; t < tokens; ++t) {
-                for (std::size_t j = 0; j < k; ++j) {
-                    sel_expert.push_back(pick(rng));
-                    sel_token.push_back(static_cast<std::int32_t>(t));
+        for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16})
+            for (const auto& [n_experts, tokens] : {std::pair<std::size_t, std::size_t>{6, 5}, {3, 16}}) {
+                // {3, 16}: many tokens per expert, so the grouped (four-token) path runs too.
+                const std::size_t rows = 21, k = 3;
+                const std::size_t cols = test::cols_for(type, 2);
+                std::vector<std::vector<std::uint8_t>> experts; // separate buffers on purpose
+                std::vector<const void*> ptrs;
+                for (std::size_t e = 0; e < n_experts; ++e) {
+                    experts.push_back(test::random_weights(rng, type, rows, cols));
+                }
+                for (const auto& e : experts) {
+                    ptrs.push_back(e.data());
+                }
+                const auto x = test::random_floats(rng, cols * tokens);
+                const std::size_t stride = prepared_row_bytes(type, cols);
+                std::vector<std::uint8_t> act(stride * tokens);
+                prepare_activations(type, x.data(), cols, tokens, cols, act.data(), isa);
+                std::vector<std::int32_t> sel_expert, sel_token;
+                std::uniform_int_distribution<int> pick(0, n_experts - 1);
+                for (std::size_t t = 0; t < tokens; ++t) {
+                    for (std::size_t j = 0; j < k; ++j) {
+                        sel_expert.push_back(pick(rng));
+                        sel_token.push_back(static_cast<std::int32_t>(t));
+                    }
+                }
+                std::vector<float> y(sel_expert.size() * rows);
+                matmul_experts(type, ptrs.data(), *row_bytes(type, cols), 0, rows, cols, act.data(), sel_expert.data(),
+                               sel_token.data(), sel_expert.size(), y.data(), rows, isa);
+                for (std::size_t s = 0; s < sel_expert.size(); ++s) {
+                    std::vector<float> ref(rows);
+                    matmul_prepared(type, ptrs[sel_expert[s]], *row_bytes(type, cols), 0, rows, cols,
+                                    act.data() + sel_token[s] * stride, 1, ref.data(), rows, isa);
+                    ASSERT_EQ(std::memcmp(ref.data(), y.data() + s * rows, rows * sizeof(float)), 0)
+                        << isa_name(isa) << " " << traits_of(type).name << " selection " << s;
                 }
             }
-            std::vector<float> y(sel_expert.size() * rows);
-            matmul_experts(type, ptrs.data(), *row_bytes(type, cols), 0, rows, cols, act.data(), sel_expert.data(),
-                           sel_token.data(), sel_expert.size(), y.data(), rows, isa);
-            for (std::size_t s = 0; s < sel_expert.size(); ++s) {
-                std::vector<float> ref(rows);
-                matmul_prepared(type, ptrs[sel_expert[s]], *row_bytes(type, cols), 0, rows, cols,
-                                act.data() + sel_token[s] * stride, 1, ref.data(), rows, isa);
-                ASSERT_EQ(std::memcmp(ref.data(), y.data() + s * rows, rows * sizeof(float)), 0)
-                    << isa_name(isa) << " " << traits_of(type).name << " selection " << s;
-            }
-        }
     }
 }
 
