@@ -108,7 +108,8 @@ asio::awaitable<result<double>> time_decode(const std::shared_ptr<model>& m, std
     auto stream = s.generate(std::move(req));
     std::uint32_t tokens = 0;
     clock_type::time_point first;
-    double ms = 0.0;
+    double first_ms = 0.0; ///< time of the first token (prefill included)
+    double ms = 0.0;       ///< time since the first token
     for (;;) {
         auto ev = co_await stream.next();
         if (!ev) {
@@ -122,13 +123,13 @@ asio::awaitable<result<double>> time_decode(const std::shared_ptr<model>& m, std
         }
         if (++tokens == 1) {
             first = clock_type::now();
+            first_ms = (*ev)->ms;
         } else {
             ms = ms_since(first);
         }
     }
-    if (tokens < 2) {
-        const auto& sum = stream.summary();
-        co_return sum.decode_ms > 0.0 ? sum.completion_tokens * 1000.0 / sum.decode_ms : 0.0;
+    if (tokens < 2) { // -n 1: only the first token to time
+        co_return first_ms > 0.0 ? 1000.0 / first_ms : 0.0;
     }
     co_return ms > 0.0 ? (tokens - 1) * 1000.0 / ms : 0.0;
 }

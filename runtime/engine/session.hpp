@@ -79,8 +79,11 @@ class token_stream {
 public:
     /// The next event, or nullopt when the generation has ended (see summary()). Errors: a prompt that does
     /// not fit the context, a chat request for a model without a template, a failed expert lookup. When the
-    /// awaiting coroutine's cancellation slot fires (terminal cancellation by default), the stream ends with
-    /// finish_reason::cancelled after the step in progress.
+    /// awaiting coroutine's cancellation slot fires (terminal cancellation by default) during a step, the
+    /// stream ends with finish_reason::cancelled after that step. Note asio's rule: once a coroutine has been
+    /// cancelled, its next `co_await` throws operation_aborted unless it called
+    /// `co_await boost::asio::this_coro::throw_if_cancelled(false)`; callers that want to keep reading the
+    /// stream (to see `cancelled`) make that call first.
     boost::asio::awaitable<result<std::optional<token_event>>> next();
 
     [[nodiscard]] const generation_summary& summary() const noexcept { return summary_; }

@@ -5,6 +5,9 @@
 #include "kernels/quant.hpp"
 
 #include <algorithm>
+#include <cstdint>
+
+#include <sys/mman.h>
 #include <unordered_map>
 
 namespace sluice::models {
@@ -12,7 +15,18 @@ namespace sluice::models {
 namespace {
 
 constexpr std::uint64_t chunk_bytes = std::uint64_t{16} << 20; // one read
-constexpr std::size_t reads_in_flight = 8;
+constexpr std::size_t reads_per_batch = 32;                    // 512 MiB submitted at once
+
+// Asks for transparent huge pages on an arena: O_DIRECT into fresh memory faults every page in, and 4 KiB
+// faults cost more than the disk (measured: 0.43 GB/s loading against fio's 1.27 on the same file).
+void advise_huge_pages(io::dma_buffer& arena) {
+    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+    const auto begin = (reinterpret_cast<std::uintptr_t>(arena.data()) + huge - 1) & ~(huge - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(arena.data()) + arena.size()) & ~(huge - 1);
+    if (end > begin) {
+        ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE); // a hint: failure is harmless
+    }
+}
 
 std::string shape_text(std::span<const std::uint64_t> ne) {
     std::string s = "[";
@@ -104,11 +118,12 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
         const std::uint64_t file_size = part.file.size();
         const std::uint64_t span_bytes = io::dma_buffer::round_up(end[p] - base[p]);
         auto& arena = w.arenas_.emplace_back(span_bytes);
+        advise_huge_pages(arena);
         // Reads past the end of the file are trimmed to the file (the last chunk may be short).
         const std::uint64_t readable = std::min<std::uint64_t>(span_bytes, file_size - base[p]);
         for (std::uint64_t off = 0; off < readable;) {
             std::vector<io::read_request> batch;
-            for (std::size_t i = 0; i < reads_in_flight && off < readable; ++i) {
+            for (std::size_t i = 0; i < reads_per_batch && off < readable; ++i) {
                 const std::uint64_t n = std::min(chunk_bytes, readable - off);
                 batch.push_back({&part.file, base[p] + off, arena.span().subspan(off, n)});
                 off += n;

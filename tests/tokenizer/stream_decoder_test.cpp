@@ -63,4 +63,22 @@ TEST(stream_decoder, flush_replaces_an_unfinished_character) {
     EXPECT_EQ(dec.flush().substr(0, 3), "\xEF\xBF\xBD");
 }
 
+TEST(stream_decoder, invalid_bytes_become_replacement_characters) {
+    auto tok = tk::load_tokenizer(vocab_dir / "ggml-vocab-gpt-2.gguf");
+    ASSERT_TRUE(tok) << tok.error().message;
+    // Byte tokens of a lead byte without its continuation, then ASCII: the lead byte alone is invalid.
+    const auto lead = tok->encode("\xD2");
+    const auto ascii = tok->encode("\x02a");
+    tk::stream_decoder dec(*tok);
+    std::string out;
+    for (const auto id : lead) {
+        out += dec.push(id);
+    }
+    for (const auto id : ascii) {
+        out += dec.push(id);
+    }
+    out += dec.flush();
+    EXPECT_EQ(out, "\xEF\xBF\xBD\x02a");
+}
+
 } // namespace

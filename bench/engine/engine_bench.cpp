@@ -1,0 +1,166 @@
+// Engine benchmark: decode and prefill tokens/s of a model next to its decode roofline, the weight bytes one
+// decoded token reads divided by the memory read bandwidth measured in the same run (interleaved with the
+// decode repetitions, medians reported, because this VM's bandwidth drifts).
+// Usage: engine_bench MODEL.gguf [threads=2] [repetitions=5]
+#include "bench/kernels/machine_limits.hpp"
+#include "io/dma_buffer.hpp"
+#include "runtime/engine/session.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sluice;
+
+template <class T>
+T run(std::function<boost::asio::awaitable<T>()> make) {
+    boost::asio::io_context io;
+    auto fut = boost::asio::co_spawn(io, make(), boost::asio::use_future);
+    io.run();
+    return fut.get();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::uint64_t bytes_of(const models::weight_view& w) {
+    return w ? w.rows * w.row_bytes : 0;
+}
+
+// Weight bytes one decoded token reads: every dense tensor, k experts per MoE layer, one embedding row.
+std::uint64_t bytes_per_token(const model& m) {
+    const auto& w = m.weights();
+    const auto& hp = m.hparams();
+    std::uint64_t n = w.token_embd.row_bytes + bytes_of(w.output) + bytes_of(w.output_norm);
+    for (const auto& l : w.layers) {
+        for (const auto* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
+                              &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.shexp_gate_inp,
+                              &l.shexp_gate, &l.shexp_up, &l.shexp_down}) {
+            n += v->n_expert ? 0 : bytes_of(*v);
+        }
+        if (hp.is_moe()) {
+            n +=
+                hp.n_expert_used * (l.gate_exps.expert_bytes() + l.up_exps.expert_bytes() + l.down_exps.expert_bytes());
+        }
+    }
+    return n;
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t vocab, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> ids(n);
+    for (auto& id : ids) {
+        id = static_cast<std::int32_t>(rng() % vocab);
+    }
+    return ids;
+}
+
+// Seconds to prefill `n` tokens into a fresh cache (last token's logits only, as generation needs).
+double prefill_seconds(const std::shared_ptr<model>& m, std::size_t n, std::uint32_t seed) {
+    models::kv_cache cache(m->hparams(), static_cast<std::uint32_t>(n + 8));
+    models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), m->options().n_batch);
+    const auto tokens = random_tokens(n, m->hparams().n_vocab, seed);
+    std::vector<float> logits;
+    const double t0 = bench::now_seconds();
+    auto r = run<result<void>>([&] { return runner.forward(cache, tokens, models::logits_mode::last, logits); });
+    if (!r) {
+        std::fprintf(stderr, "prefill: %s\n", r.error().message.c_str());
+        std::exit(1);
+    }
+    return bench::now_seconds() - t0;
+}
+
+// Decode tokens/s over `n` greedy tokens after a 16-token prompt.
+double decode_tokens_per_s(const std::shared_ptr<model>& m, std::uint32_t n, std::uint32_t seed) {
+    session s(m, 64 + n);
+    generate_request req;
+    req.prompt_tokens = random_tokens(16, m->hparams().n_vocab, seed);
+    req.sampling.temperature = 0.0f;
+    req.max_tokens = n;
+    req.ignore_eos = true;
+    auto stream = s.generate(std::move(req));
+    run<int>([&]() -> boost::asio::awaitable<int> {
+        while (true) {
+            auto ev = co_await stream.next();
+            if (!ev || !*ev) {
+                co_return 0;
+            }
+        }
+    });
+    const auto& sum = stream.summary();
+    // decode_ms covers the steps after the first token (whose time is the prefill's).
+    return (sum.completion_tokens - 1) / (sum.decode_ms / 1000.0);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: engine_bench MODEL.gguf [threads=2] [repetitions=5]\n");
+        return 2;
+    }
+    const std::size_t threads = argc > 2 ? std::stoul(argv[2]) : 2;
+    const int reps = argc > 3 ? std::stoi(argv[3]) : 5;
+    model_options opts;
+    opts.n_threads = threads;
+    opts.n_ctx = 1024;
+    opts.n_batch = 512;
+    const double t_load = bench::now_seconds();
+    auto loaded = run<result<std::shared_ptr<model>>>([&] { return model::load(argv[1], opts); });
+    if (!loaded) {
+        std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
+        return 1;
+    }
+    const auto m = *loaded;
+    const double load_s = bench::now_seconds() - t_load;
+    const std::uint64_t per_token = bytes_per_token(*m);
+    std::printf("model      %s (%s, %u layers, %u experts / %u used)\n", argv[1], m->hparams().arch.c_str(),
+                m->hparams().n_layer, m->hparams().n_expert, m->hparams().n_expert_used);
+    std::printf("weights    %.2f GB resident, loaded in %.1f s (%.2f GB/s)\n", m->resident_bytes() / 1e9, load_s,
+                m->resident_bytes() / 1e9 / load_s);
+    std::printf("per token  %.3f GB of weights read by one decoded token\n", per_token / 1e9);
+    std::printf("threads    %zu\n\n", threads);
+
+    // Bandwidth samples interleaved with decode runs: the same threads (pool workers) read a 2 GiB buffer.
+    io::dma_buffer buf(std::size_t{2} << 30);
+    std::memset(buf.data(), 1, buf.size());
+    runtime::compute_pool bw_pool(threads - 1);
+    std::vector<double> bw, decode;
+    decode_tokens_per_s(m, 8, 99); // warm-up
+    for (int r = 0; r < reps; ++r) {
+        bw.push_back(
+            bench::read_bandwidth_gbs(bw_pool, threads, reinterpret_cast<const std::uint8_t*>(buf.data()), buf.size()));
+        decode.push_back(decode_tokens_per_s(m, 64, static_cast<std::uint32_t>(r)));
+    }
+    bw.push_back(
+        bench::read_bandwidth_gbs(bw_pool, threads, reinterpret_cast<const std::uint8_t*>(buf.data()), buf.size()));
+    const double bw_med = median(bw);
+    const double roofline = bw_med * 1e9 / per_token;
+    const double dec = median(decode);
+    std::printf("read bandwidth  median %.1f GB/s (min %.1f, max %.1f over %zu samples)\n", bw_med,
+                *std::min_element(bw.begin(), bw.end()), *std::max_element(bw.begin(), bw.end()), bw.size());
+    std::printf("decode          median %.2f tokens/s (min %.2f, max %.2f; 64 tokens x %d)\n", dec,
+                *std::min_element(decode.begin(), decode.end()), *std::max_element(decode.begin(), decode.end()), reps);
+    std::printf("roofline        %.2f tokens/s -> decode at %.0f%% of the roofline (%.1f GB/s effective)\n\n", roofline,
+                100.0 * dec / roofline, dec * per_token / 1e9);
+    for (const std::size_t n : {std::size_t{64}, std::size_t{512}}) {
+        std::vector<double> tps;
+        for (int r = 0; r < std::max(1, reps / 2); ++r) {
+            tps.push_back(static_cast<double>(n) / prefill_seconds(m, n, 1000 + static_cast<std::uint32_t>(r)));
+        }
+        std::printf("prefill %-4zu    median %.2f tokens/s (min %.2f, max %.2f)\n", n, median(tps),
+                    *std::min_element(tps.begin(), tps.end()), *std::max_element(tps.begin(), tps.end()));
+    }
+    return 0;
+}
