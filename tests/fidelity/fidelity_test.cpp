@@ -2,8 +2,11 @@
 // transformers, tools/reference/make_fixtures.py) converted with the converter at F32, F16, BF16 and Q8_0,
 // run through the engine and compared with transformers' float64 logits at every position, plus the F32
 // greedy continuation and batched-versus-token-by-token prefill.
+#include "kernels/quant.hpp"
 #include "runtime/convert/converter.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/gguf/writer.hpp"
 #include "tests/cli/scratch.hpp"
 #include "tests/engine/tiny_model.hpp"
 
@@ -230,6 +233,67 @@ TEST_P(reference, batched_prefill_equals_token_by_token) {
     }
     const auto c = compare(batched, single, f.n_vocab);
     EXPECT_LE(c.max_diff, 1e-5 * c.max_abs);
+}
+
+/// A copy of a GGUF model with every Q8_0 tensor dequantized to F32: the same rounded weights, computed
+/// without quantized activations.
+fs::path dequantized_copy(const fs::path& src) {
+    const auto out = fs::path(src).replace_extension(".dequantized.gguf");
+    auto files = gguf::model_files::open(src);
+    if (!files) {
+        throw std::runtime_error(files.error().message);
+    }
+    gguf::writer w(out);
+    for (const auto& e : files->kv().entries()) {
+        w.kv().set(e.key, e.value);
+    }
+    for (const auto& t : files->tensors()) {
+        const auto type = t.type == kernels::quant_type::q8_0 ? kernels::quant_type::f32 : t.type;
+        if (!w.add_tensor(t.name, type, t.shape())) {
+            throw std::runtime_error("add_tensor " + t.name);
+        }
+    }
+    std::ifstream in(src, std::ios::binary);
+    for (const auto& t : files->tensors()) {
+        std::vector<std::byte> raw(t.bytes);
+        in.seekg(static_cast<std::streamoff>(t.offset));
+        in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+        if (t.type != kernels::quant_type::q8_0) {
+            EXPECT_TRUE(w.write_tensor(raw));
+            continue;
+        }
+        std::vector<float> values(t.n_elements);
+        for (std::uint64_t r = 0; r < t.n_elements / t.ne[0]; ++r) {
+            kernels::dequantize_row(t.type, raw.data() + r * t.row_bytes(), values.data() + r * t.ne[0], t.ne[0]);
+        }
+        EXPECT_TRUE(w.write_tensor(std::as_bytes(std::span(values))));
+    }
+    if (auto r = w.finish(); !r) {
+        throw std::runtime_error(r.error().message);
+    }
+    return out;
+}
+
+// Where Q8_0's differences come from: the rounded weights computed in F32 (what any Q8_0 runtime starts
+// from) against transformers, and Sluice's 8-bit activations against those F32 products. Rounding the
+// weights alone already flips the top-1 token at several positions of these flat random-weight logits,
+// so the literal "99 % of positions" cannot hold for Q8_0 here; the numbers go to docs/PERFORMANCE.md.
+TEST_P(reference, q8_0_error_splits_into_weight_and_activation_rounding) {
+    const auto f = read_fixture(GetParam());
+    const auto q8 = convert_fixture(f.name, convert::output_type::q8_0, "q8_0");
+    const auto quantized = engine_logits(test::load_model(q8, 64, 256, 2), f);
+    const auto rounded = engine_logits(test::load_model(dequantized_copy(q8), 64, 256, 2), f);
+    const auto activations = compare(quantized, rounded, f.n_vocab);
+    const auto weights = compare(rounded, f.logits, f.n_vocab);
+    const auto both = compare(quantized, f.logits, f.n_vocab);
+    std::printf("%s: rounded weights vs transformers: top-1 %.2f cosine %.6f | 8-bit activations vs rounded "
+                "weights: top-1 %.2f cosine %.6f | q8_0 vs transformers: top-1 %.2f cosine %.6f\n",
+                f.name.c_str(), weights.top1_agreement, weights.mean_cosine, activations.top1_agreement,
+                activations.mean_cosine, both.top1_agreement, both.mean_cosine);
+    // A router decision that flips at one position moves a whole row of logits, so the means allow for one.
+    EXPECT_GE(weights.mean_cosine, 0.997);
+    EXPECT_GE(activations.mean_cosine, 0.997);
+    EXPECT_GE(both.decisive_agreement, 0.99);
 }
 
 INSTANTIATE_TEST_SUITE_P(fixtures, reference,
