@@ -4,6 +4,7 @@
 #include "cli/inspect_command.hpp"
 #include "cli/mkmodel_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/serve_command.hpp"
 #include "cli/template_command.hpp"
 #include "cli/tokenize_command.hpp"
 
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     sluice::cli::add_convert_command(app);
     sluice::cli::add_run_command(app);
     sluice::cli::add_bench_command(app);
+    sluice::cli::add_serve_command(app);
 
     try {
         app.parse(argc, argv);

@@ -1,0 +1,65 @@
+// `sluice serve -m FILE [...]`: parses the server's options (sizes like "1MiB", durations like "30s") and runs
+// sluice::server::run_server until SIGINT or SIGTERM.
+#include "cli/serve_command.hpp"
+
+#include "server/server.hpp"
+#include "server/server_options.hpp"
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace sluice::cli {
+namespace {
+
+struct serve_args {
+    server::server_options options;
+    std::string max_body = "1MiB";
+    std::string timeout = "30s";
+};
+
+int run_serve(serve_args& args) {
+    auto body = server::parse_size(args.max_body);
+    if (!body) {
+        std::cerr << "sluice serve: --max-body: " << body.error().message << "\n";
+        return 1;
+    }
+    auto timeout = server::parse_duration(args.timeout);
+    if (!timeout) {
+        std::cerr << "sluice serve: --timeout: " << timeout.error().message << "\n";
+        return 1;
+    }
+    if (timeout->count() == 0 || args.options.parallel == 0) {
+        std::cerr << "sluice serve: --timeout and --parallel must be positive\n";
+        return 1;
+    }
+    args.options.max_body = *body;
+    args.options.timeout = *timeout;
+    return server::run_server(args.options);
+}
+
+} // namespace
+
+void add_serve_command(CLI::App& app) {
+    auto a = std::make_shared<serve_args>();
+    auto& o = a->options;
+    auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+    cmd->add_option("-m,--model", o.model, "GGUF model file (any part of a split model)")->required();
+    cmd->add_option("--host", o.host, "Address to bind")->capture_default_str();
+    cmd->add_option("--port", o.port, "TCP port (0: any free port, printed on stderr)")->capture_default_str();
+    cmd->add_option("--parallel", o.parallel, "Generations running at once (one session each)")->capture_default_str();
+    cmd->add_option("--queue", o.queue, "Requests waiting for a slot before 503")->capture_default_str();
+    cmd->add_option("--ctx", o.ctx, "Context size of each session (0: the model's default)")->capture_default_str();
+    cmd->add_option("--threads", o.threads, "Compute threads (0: one per hardware thread)")->capture_default_str();
+    cmd->add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' (all but /health)");
+    cmd->add_option("--max-body", a->max_body, "Largest request body (B, KB, MB, KiB, MiB, ...)")
+        ->capture_default_str();
+    cmd->add_option("--timeout", a->timeout, "Limit of every read and write (ms, s, m, h)")->capture_default_str();
+    cmd->callback([a] {
+        if (const int rc = run_serve(*a); rc != 0) {
+            throw CLI::RuntimeError(rc);
+        }
+    });
+}
+
+} // namespace sluice::cli

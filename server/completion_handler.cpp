@@ -1,0 +1,220 @@
+// Chat and text completions: prompt checks, slot scheduling, non-streamed and SSE answers, disconnects.
+#include "server/completion_handler.hpp"
+
+#include "server/openai_response.hpp"
+#include "server/sse.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace sluice::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+
+using http_request = http::request<http::string_body>;
+
+/// One line per generation on stderr: id, endpoint, how it ended and the token counts.
+void log_generation(const response_meta& meta, std::string_view how, const generation_summary& s) {
+    std::fprintf(stderr, "sluice serve: %s %s finish=%.*s prompt=%u cached=%u completion=%u\n", meta.id.c_str(),
+                 meta.kind == completion_kind::chat ? "chat" : "completion", static_cast<int>(how.size()), how.data(),
+                 s.prompt_tokens, s.cached_tokens, s.completion_tokens);
+}
+
+http::response<http::string_body> json_response(const json::object& body, unsigned version, bool keep_alive) {
+    http::response<http::string_body> res{http::status::ok, version};
+    res.set(http::field::server, "sluice");
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(keep_alive);
+    res.body() = json::serialize(body);
+    res.prepare_payload();
+    return res;
+}
+
+/// Completes when the peer closes its side (EOF or reset). Bytes of a pipelined next request are not a
+/// disconnect: then it waits until cancelled. Completing cancels the generation it races with.
+asio::awaitable<void> watch_disconnect(tcp::socket& socket) {
+    for (;;) {
+        auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            co_return; // cancelled (the generation ended first) or a broken socket
+        }
+        char byte = 0;
+        boost::system::error_code peek_ec;
+        boost::system::error_code mode_ec;
+        socket.non_blocking(true, mode_ec);
+        const std::size_t n = socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+        socket.non_blocking(false, mode_ec);
+        if (peek_ec == asio::error::would_block || peek_ec == asio::error::try_again) {
+            continue; // a spurious wake-up
+        }
+        if (peek_ec || n == 0) {
+            co_return; // end of stream, or an error such as a reset
+        }
+        break; // bytes of a pipelined request
+    }
+    const auto executor = co_await asio::this_coro::executor;
+    asio::steady_timer forever(executor, asio::steady_timer::time_point::max());
+    co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
+}
+
+/// Pulls the whole generation and answers one JSON object.
+asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request& req, server_state& st,
+                                   token_stream& tokens, const response_meta& meta) {
+    std::string text;
+    for (;;) {
+        auto ev = co_await tokens.next();
+        if (!ev) {
+            log_generation(meta, "error", tokens.summary());
+            const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};
+            auto res = error_response(e, req.version(), req.keep_alive());
+            co_return co_await write_response(stream, std::move(res), st.options.timeout);
+        }
+        if (!*ev) {
+            break;
+        }
+        text += valid_utf8((*ev)->text);
+    }
+    const auto& s = tokens.summary();
+    log_generation(meta, finish_reason_name(s.reason), s);
+    if (s.reason == finish_reason::cancelled) {
+        co_return false;
+    }
+    auto res = json_response(full_response(meta, text, s), req.version(), req.keep_alive());
+    co_return co_await write_response(stream, std::move(res), st.options.timeout);
+}
+
+/// Streams the generation as SSE. A failed write stops pulling tokens at once, which stops the compute.
+asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_request& req, server_state& st,
+                                      token_stream& tokens, const response_meta& meta, bool include_usage) {
+    sse_writer out(stream, st.options.timeout, req.version(), req.keep_alive());
+    if (!co_await out.start()) {
+        co_return false;
+    }
+    bool first = meta.kind == completion_kind::chat;
+    if (first) {
+        const std::string role = sse_event(text_chunk(meta, "", true)); // OpenAI's first delta: the role
+        co_await out.send(role);
+        first = false;
+    }
+    while (out.ok()) {
+        auto ev = co_await tokens.next();
+        if (!ev) {
+            log_generation(meta, "error", tokens.summary());
+            const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};
+            const std::string event = sse_event(error_body(e));
+            co_await out.send(event);
+            co_await out.finish();
+            co_return false;
+        }
+        if (!*ev) {
+            break;
+        }
+        if (!(*ev)->text.empty()) {
+            const std::string event = sse_event(text_chunk(meta, valid_utf8((*ev)->text), false));
+            co_await out.send(event);
+        }
+    }
+    const auto& s = tokens.summary();
+    if (!out.ok() || s.reason == finish_reason::cancelled) {
+        log_generation(meta, "disconnected", s);
+        co_return false;
+    }
+    log_generation(meta, finish_reason_name(s.reason), s);
+    const std::string last = sse_event(final_chunk(meta, s));
+    co_await out.send(last);
+    if (include_usage) {
+        const std::string usage = sse_event(usage_chunk(meta, s));
+        co_await out.send(usage);
+    }
+    co_await out.send(sse_done);
+    co_await out.finish();
+    co_return out.keep_alive();
+}
+
+/// Waits for a slot, then generates and answers. Runs raced against watch_disconnect: cancellation (the
+/// client left) ends the queue wait or the token stream after the current step.
+asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_request& req, server_state& st,
+                                          completion_request creq, response_meta meta) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto acquired = co_await st.slots.acquire();
+    if (acquired.queue_full) {
+        const std::string msg = "all " + std::to_string(st.slots.parallel()) +
+                                " generation slots are busy and the queue is full; retry later";
+        const api_error e{http::status::service_unavailable, msg, "unavailable_error", std::nullopt, "server_busy"};
+        auto res = error_response(e, req.version(), req.keep_alive());
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
+    }
+    if (!acquired.lease) {
+        co_return false; // cancelled while queued
+    }
+    auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
+    if (creq.stream) {
+        co_return co_await answer_streamed(stream, req, st, tokens, meta, creq.include_usage);
+    }
+    co_return co_await answer_whole(stream, req, st, tokens, meta);
+}
+
+} // namespace
+
+asio::awaitable<bool> write_response(beast::tcp_stream& stream, http::response<http::string_body> res,
+                                     std::chrono::milliseconds timeout) {
+    stream.expires_after(timeout);
+    auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    co_return !ec && res.keep_alive();
+}
+
+asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_request& req, server_state& st,
+                                        completion_kind kind) {
+    const auto version = req.version();
+    const bool keep_alive = req.keep_alive();
+    auto parsed = parse_completion_request(req.body(), kind, st.seeds());
+    if (!parsed) {
+        auto res = error_response(parsed.error(), version, keep_alive);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
+    }
+    // Render and count the prompt before queueing: a template error or a prompt longer than the context is
+    // the client's error (400), reported with the counts.
+    const std::string prompt_field = kind == completion_kind::chat ? "messages" : "prompt";
+    const auto& probe = st.slots.any_session();
+    auto prompt = probe.prompt_tokens(parsed->generate);
+    if (!prompt) {
+        auto res = error_response(bad_request(prompt.error().message, prompt_field), version, keep_alive);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
+    }
+    if (prompt->size() >= probe.context_size()) {
+        const std::string msg = "the prompt has " + std::to_string(prompt->size()) + " tokens; the context holds " +
+                                std::to_string(probe.context_size()) + " (including at least one generated token)";
+        auto res = error_response(bad_request(msg, prompt_field, "context_length_exceeded"), version, keep_alive);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
+    }
+    parsed->generate.prompt_tokens = std::move(*prompt);
+    response_meta meta{
+        kind, make_response_id(kind), st.model_name,
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+        parsed->include_usage};
+
+    using namespace asio::experimental::awaitable_operators;
+    auto work = generate_and_answer(stream, req, st, std::move(*parsed), std::move(meta));
+    auto watch = watch_disconnect(stream.socket());
+    auto outcome = co_await (std::move(work) || std::move(watch));
+    if (outcome.index() == 0) {
+        co_return std::get<0>(outcome);
+    }
+    co_return false; // the client went away; the generation was cancelled
+}
+
+} // namespace sluice::server

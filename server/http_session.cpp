@@ -1,0 +1,227 @@
+// The per-connection coroutine and the route table.
+#include "server/http_session.hpp"
+
+#include "server/api_error.hpp"
+#include "server/completion_handler.hpp"
+#include "server/info_handlers.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace sluice::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+enum class endpoint { health, models, chat, completions, tokenize, detokenize };
+
+struct route {
+    std::string_view path;
+    http::verb method;
+    endpoint target;
+};
+
+constexpr std::array<route, 6> routes{{
+    {"/health", http::verb::get, endpoint::health},
+    {"/v1/models", http::verb::get, endpoint::models},
+    {"/v1/chat/completions", http::verb::post, endpoint::chat},
+    {"/v1/completions", http::verb::post, endpoint::completions},
+    {"/tokenize", http::verb::post, endpoint::tokenize},
+    {"/detokenize", http::verb::post, endpoint::detokenize},
+}};
+
+/// Compares in time that depends only on the lengths, so the key cannot be guessed byte by byte.
+bool same_secret(std::string_view a, std::string_view b) {
+    unsigned diff = a.size() == b.size() ? 0u : 1u;
+    const std::size_t n = std::max(a.size(), b.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0u;
+        const auto y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0u;
+        diff |= x ^ y;
+    }
+    return diff == 0;
+}
+
+/// Null when authorized, else the 401 to answer.
+std::optional<api_error> check_api_key(const http_request& req, const server_state& st) {
+    if (st.options.api_key.empty()) {
+        return std::nullopt;
+    }
+    const auto it = req.find(http::field::authorization);
+    if (it == req.end()) {
+        return api_error{http::status::unauthorized, "Missing API key: send it as 'Authorization: Bearer <key>'",
+                         "authentication_error", std::nullopt, "invalid_api_key"};
+    }
+    const std::string_view value = it->value();
+    constexpr std::string_view scheme = "bearer ";
+    if (value.size() < scheme.size() || !beast::iequals(value.substr(0, scheme.size()), scheme) ||
+        !same_secret(value.substr(scheme.size()), st.options.api_key)) {
+        return api_error{http::status::unauthorized, "Incorrect API key provided", "authentication_error", std::nullopt,
+                         "invalid_api_key"};
+    }
+    return std::nullopt;
+}
+
+/// Routes one complete request and writes its answer; returns whether the connection stays open.
+asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_request& req, server_state& st) {
+    const auto timeout = st.options.timeout;
+    const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    const route* found = nullptr;
+    for (const auto& r : routes) {
+        if (r.path == path) {
+            found = &r;
+            break;
+        }
+    }
+    // Responses are built into named values before each co_await: GCC 12 mishandles temporaries with
+    // non-trivial destructors inside co_await expressions.
+    if (found == nullptr) {
+        const api_error e{http::status::not_found,
+                          "Invalid URL (" + std::string(req.method_string()) + " " + std::string(path) + ")",
+                          "invalid_request_error", std::nullopt, "unknown_url"};
+        auto res = error_response(e, req.version(), req.keep_alive());
+        co_return co_await write_response(stream, std::move(res), timeout);
+    }
+    if (found->target != endpoint::health) {
+        if (auto denied = check_api_key(req, st)) {
+            auto res = error_response(*denied, req.version(), req.keep_alive());
+            res.set(http::field::www_authenticate, "Bearer");
+            co_return co_await write_response(stream, std::move(res), timeout);
+        }
+    }
+    if (req.method() != found->method) {
+        auto res =
+            error_response(api_error{http::status::method_not_allowed,
+                                     std::string(req.method_string()) + " is not allowed on " + std::string(path) +
+                                         "; use " + std::string(http::to_string(found->method)),
+                                     "invalid_request_error", std::nullopt, "method_not_allowed"},
+                           req.version(), req.keep_alive());
+        res.set(http::field::allow, http::to_string(found->method));
+        co_return co_await write_response(stream, std::move(res), timeout);
+    }
+    if (found->target == endpoint::health) {
+        auto res = handle_health(req, st);
+        co_return co_await write_response(stream, std::move(res), timeout);
+    }
+    if (!st.slots.ready()) {
+        const api_error e{http::status::service_unavailable, "the model is still loading", "unavailable_error",
+                          std::nullopt, "model_loading"};
+        auto res = error_response(e, req.version(), req.keep_alive());
+        co_return co_await write_response(stream, std::move(res), timeout);
+    }
+    std::optional<http_response> simple;
+    switch (found->target) {
+    case endpoint::models:
+        simple = handle_models(req, st);
+        break;
+    case endpoint::tokenize:
+        simple = handle_tokenize(req, st);
+        break;
+    case endpoint::detokenize:
+        simple = handle_detokenize(req, st);
+        break;
+    case endpoint::chat:
+        co_return co_await handle_completion(stream, req, st, completion_kind::chat);
+    case endpoint::completions:
+        co_return co_await handle_completion(stream, req, st, completion_kind::completion);
+    case endpoint::health:
+        break;
+    }
+    if (simple) {
+        co_return co_await write_response(stream, std::move(*simple), timeout);
+    }
+    co_return false;
+}
+
+/// The answer to a failed read, or nullopt when the connection should just close (EOF, timeout, reset).
+std::optional<api_error> read_failure(const boost::system::error_code& ec, const server_state& st) {
+    if (ec == http::error::body_limit) {
+        return api_error{http::status::payload_too_large,
+                         "the request body is larger than " + std::to_string(st.options.max_body) + " bytes",
+                         "invalid_request_error", std::nullopt, "body_too_large"};
+    }
+    if (ec == http::error::header_limit) {
+        return api_error{http::status::request_header_fields_too_large,
+                         "the request header is larger than " + std::to_string(st.options.max_header) + " bytes",
+                         "invalid_request_error", std::nullopt, "header_too_large"};
+    }
+    if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message) {
+        return bad_request("malformed HTTP request: " + ec.message(), std::nullopt, "bad_http");
+    }
+    return std::nullopt;
+}
+
+/// Half-closes, then reads and discards what the client still sends (up to a bound and the timeout), so
+/// the error response is not destroyed by a reset from unread data.
+asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milliseconds timeout) {
+    boost::system::error_code ec;
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    std::array<char, 16384> sink{};
+    stream.expires_after(std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(2)));
+    for (std::size_t total = 0; total < 64 * 1024 * 1024;) {
+        auto [rec, n] = co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
+        if (rec) {
+            break;
+        }
+        total += n;
+    }
+    stream.close();
+}
+
+} // namespace
+
+asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
+    beast::flat_buffer buffer;
+    const auto timeout = st.options.timeout;
+    for (;;) {
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(st.options.max_header));
+        parser.body_limit(st.options.max_body);
+        stream.expires_after(timeout);
+        auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        if (!ec && !parser.is_done()) {
+            const auto& head = parser.get();
+            if (beast::iequals(head[http::field::expect], "100-continue")) {
+                http::response<http::empty_body> cont{http::status::continue_, head.version()};
+                stream.expires_after(timeout);
+                std::tie(ec, n) = co_await http::async_write(stream, cont, asio::as_tuple(asio::use_awaitable));
+            }
+            if (!ec) {
+                stream.expires_after(timeout);
+                std::tie(ec, n) =
+                    co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+            }
+        }
+        if (ec) {
+            if (auto answer = read_failure(ec, st)) {
+                const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
+                auto res = error_response(*answer, version, false);
+                co_await write_response(stream, std::move(res), timeout);
+                co_await linger_close(stream, timeout);
+            }
+            co_return;
+        }
+        const auto req = parser.release();
+        if (!co_await handle_request(stream, req, st)) {
+            break;
+        }
+    }
+    co_await linger_close(stream, timeout);
+}
+
+} // namespace sluice::server

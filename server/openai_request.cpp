@@ -1,0 +1,580 @@
+// Request-body parsing for /v1/chat/completions and /v1/completions: types, ranges and unsupported fields.
+#include "server/openai_request.hpp"
+
+#include "runtime/generate/sampler.hpp"
+#include "runtime/generate/stop_strings.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/parse_options.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <sstream>
+
+namespace sluice::server {
+namespace {
+
+namespace json = boost::json;
+using maybe_error = std::optional<api_error>;
+
+constexpr std::int64_t max_int32 = std::numeric_limits<std::int32_t>::max();
+
+std::string_view kind_name(const json::value& v) {
+    switch (v.kind()) {
+    case json::kind::null:
+        return "null";
+    case json::kind::bool_:
+        return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_:
+        return "a number";
+    case json::kind::string:
+        return "a string";
+    case json::kind::array:
+        return "an array";
+    case json::kind::object:
+        return "an object";
+    }
+    return "a value";
+}
+
+std::string show(double d) {
+    std::ostringstream s;
+    s << d;
+    return s.str();
+}
+
+api_error wrong_type(std::string_view field, std::string_view expected, const json::value& got) {
+    return bad_request(std::string(field) + " must be " + std::string(expected) + ", got " +
+                           std::string(kind_name(got)),
+                       std::string(field), "invalid_type");
+}
+
+/// The field's value, or nullptr when absent or null (null means "default", as OpenAI clients send it).
+const json::value* find(const json::object& o, std::string_view key) {
+    const auto it = o.find(key);
+    return it == o.end() || it->value().is_null() ? nullptr : &it->value();
+}
+
+maybe_error read_float(const json::object& o, std::string_view key, double lo, double hi, float& out) {
+    const auto* v = find(o, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!v->is_number()) {
+        return wrong_type(key, "a number", *v);
+    }
+    const double d = v->to_number<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) {
+        return bad_request(std::string(key) + " must be in [" + show(lo) + ", " + show(hi) + "], got " + show(d),
+                           std::string(key), "out_of_range");
+    }
+    out = static_cast<float>(d);
+    return std::nullopt;
+}
+
+maybe_error read_int(const json::object& o, std::string_view key, std::int64_t lo, std::int64_t hi,
+                     std::optional<std::int64_t>& out) {
+    const auto* v = find(o, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    std::int64_t n = 0;
+    if (v->is_int64()) {
+        n = v->get_int64();
+    } else if (v->is_uint64()) {
+        n = std::numeric_limits<std::int64_t>::max(); // beyond every range below
+    } else if (v->is_double()) {
+        return bad_request(std::string(key) + " must be an integer, got " + show(v->get_double()), std::string(key),
+                           "invalid_type");
+    } else {
+        return wrong_type(key, "an integer", *v);
+    }
+    if (n < lo || n > hi) {
+        return bad_request(std::string(key) + " must be an integer in [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + "]",
+                           std::string(key), "out_of_range");
+    }
+    out = n;
+    return std::nullopt;
+}
+
+maybe_error read_bool(const json::object& o, std::string_view key, bool& out) {
+    const auto* v = find(o, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!v->is_bool()) {
+        return wrong_type(key, "a boolean", *v);
+    }
+    out = v->get_bool();
+    return std::nullopt;
+}
+
+maybe_error read_string(const json::object& o, std::string_view key, std::string& out) {
+    const auto* v = find(o, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!v->is_string()) {
+        return wrong_type(key, "a string", *v);
+    }
+    out = std::string(v->get_string());
+    return std::nullopt;
+}
+
+/// The first key of `o` not in `allowed`, reported as unsupported.
+maybe_error reject_unknown(const json::object& o, std::span<const std::string_view> allowed, std::string_view prefix) {
+    for (const auto& kv : o) {
+        if (std::find(allowed.begin(), allowed.end(), kv.key()) == allowed.end()) {
+            const std::string name = std::string(prefix) + std::string(kv.key());
+            return bad_request("Unrecognized request argument supplied: " + name, name, "unknown_field");
+        }
+    }
+    return std::nullopt;
+}
+
+/// String content, or the text parts of an array joined with "\n" (templates expect a string).
+api_result<std::string> read_content(const json::value& v, const std::string& where) {
+    if (v.is_string()) {
+        return std::string(v.get_string());
+    }
+    if (!v.is_array()) {
+        return wrong_type(where, "a string or an array of text parts", v);
+    }
+    std::string text;
+    const auto& parts = v.get_array();
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const std::string at = where + "[" + std::to_string(i) + "]";
+        if (!parts[i].is_object()) {
+            return wrong_type(at, "an object", parts[i]);
+        }
+        const auto& part = parts[i].get_object();
+        static constexpr std::array<std::string_view, 2> part_keys{"type", "text"};
+        if (auto e = reject_unknown(part, part_keys, at + ".")) {
+            return *e;
+        }
+        const auto* type = find(part, "type");
+        if (type == nullptr || !type->is_string() || type->get_string() != "text") {
+            return bad_request(at + ".type must be \"text\" (other content parts are not supported)", at + ".type",
+                               "unsupported_value");
+        }
+        const auto* t = find(part, "text");
+        if (t == nullptr || !t->is_string()) {
+            return wrong_type(at + ".text", "a string", t ? *t : json::value());
+        }
+        if (i > 0) {
+            text += '\n';
+        }
+        text += t->get_string();
+    }
+    return text;
+}
+
+api_result<json::object> read_message(const json::value& v, std::size_t index) {
+    const std::string where = "messages[" + std::to_string(index) + "]";
+    if (!v.is_object()) {
+        return wrong_type(where, "an object", v);
+    }
+    const auto& in = v.get_object();
+    static constexpr std::array<std::string_view, 5> keys{"role", "content", "name", "tool_calls", "tool_call_id"};
+    if (auto e = reject_unknown(in, keys, where + ".")) {
+        return *e;
+    }
+    const auto* role = find(in, "role");
+    if (role == nullptr || !role->is_string()) {
+        return role ? wrong_type(where + ".role", "a string", *role)
+                    : bad_request(where + ".role is required", where + ".role", "missing_field");
+    }
+    std::string r(role->get_string());
+    if (r == "developer") {
+        r = "system";
+    }
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+        return bad_request(where + ".role must be one of system, developer, user, assistant, tool; got '" +
+                               std::string(role->get_string()) + "'",
+                           where + ".role", "unsupported_value");
+    }
+    json::object out;
+    out["role"] = r;
+    const auto* content = find(in, "content");
+    const auto* tool_calls = find(in, "tool_calls");
+    if (content != nullptr) {
+        auto text = read_content(*content, where + ".content");
+        if (!text) {
+            return text.error();
+        }
+        out["content"] = *text;
+    } else if (r == "assistant" && tool_calls != nullptr) {
+        out["content"] = "";
+    } else {
+        return bad_request(where + ".content is required", where + ".content", "missing_field");
+    }
+    if (tool_calls != nullptr) {
+        if (r != "assistant" || !tool_calls->is_array()) {
+            return bad_request(where + ".tool_calls must be an array on an assistant message", where + ".tool_calls",
+                               "invalid_type");
+        }
+        out["tool_calls"] = *tool_calls;
+    }
+    for (const std::string_view key : {"name", "tool_call_id"}) {
+        if (const auto* s = find(in, key)) {
+            if (!s->is_string()) {
+                return wrong_type(where + "." + std::string(key), "a string", *s);
+            }
+            out[key] = *s;
+        }
+    }
+    return out;
+}
+
+maybe_error read_messages(const json::object& o, generate_request& g) {
+    const auto* v = find(o, "messages");
+    if (v == nullptr) {
+        return bad_request("messages is required", "messages", "missing_field");
+    }
+    if (!v->is_array()) {
+        return wrong_type("messages", "an array", *v);
+    }
+    if (v->get_array().empty()) {
+        return bad_request("messages must not be empty", "messages", "invalid_value");
+    }
+    for (std::size_t i = 0; i < v->get_array().size(); ++i) {
+        auto m = read_message(v->get_array()[i], i);
+        if (!m) {
+            return m.error();
+        }
+        g.messages.push_back(std::move(*m));
+    }
+    return std::nullopt;
+}
+
+/// `tools` goes to the chat template as the variable `tools` (through template_kwargs); tool_choice "none"
+/// leaves it out.
+maybe_error read_tools(const json::object& o, generate_request& g) {
+    std::string choice = "auto";
+    if (const auto* c = find(o, "tool_choice")) {
+        if (!c->is_string() || (c->get_string() != "auto" && c->get_string() != "none")) {
+            return bad_request("tool_choice must be \"auto\" or \"none\"", "tool_choice", "unsupported_value");
+        }
+        choice = std::string(c->get_string());
+    }
+    bool parallel = true;
+    if (auto e = read_bool(o, "parallel_tool_calls", parallel)) {
+        return e;
+    }
+    const auto* tools = find(o, "tools");
+    if (tools == nullptr) {
+        return std::nullopt;
+    }
+    if (!tools->is_array()) {
+        return wrong_type("tools", "an array", *tools);
+    }
+    for (std::size_t i = 0; i < tools->get_array().size(); ++i) {
+        const auto& t = tools->get_array()[i];
+        const std::string at = "tools[" + std::to_string(i) + "]";
+        if (!t.is_object()) {
+            return wrong_type(at, "an object", t);
+        }
+        const auto* type = find(t.get_object(), "type");
+        const auto* fn = find(t.get_object(), "function");
+        if (type == nullptr || !type->is_string() || type->get_string() != "function") {
+            return bad_request(at + ".type must be \"function\"", at + ".type", "unsupported_value");
+        }
+        if (fn == nullptr || !fn->is_object() || find(fn->get_object(), "name") == nullptr ||
+            !find(fn->get_object(), "name")->is_string()) {
+            return bad_request(at + ".function must be an object with a string name", at + ".function", "invalid_type");
+        }
+    }
+    if (choice != "none" && !tools->get_array().empty()) {
+        g.template_kwargs["tools"] = *tools;
+    }
+    return std::nullopt;
+}
+
+maybe_error read_prompt(const json::object& o, generate_request& g) {
+    const auto* v = find(o, "prompt");
+    if (v == nullptr) {
+        return bad_request("prompt is required", "prompt", "missing_field");
+    }
+    if (v->is_array() && v->get_array().size() == 1 && v->get_array()[0].is_string()) {
+        g.prompt = std::string(v->get_array()[0].get_string());
+        return std::nullopt;
+    }
+    if (!v->is_string()) {
+        return wrong_type("prompt", "a string", *v);
+    }
+    g.prompt = std::string(v->get_string());
+    return std::nullopt;
+}
+
+maybe_error read_stop(const json::object& o, generate_request& g) {
+    const auto* v = find(o, "stop");
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (v->is_string()) {
+        g.stop.emplace_back(v->get_string());
+    } else if (v->is_array()) {
+        if (v->get_array().size() > 16) {
+            return bad_request("stop has more than 16 entries", "stop", "out_of_range");
+        }
+        for (std::size_t i = 0; i < v->get_array().size(); ++i) {
+            const auto& s = v->get_array()[i];
+            if (!s.is_string()) {
+                return wrong_type("stop[" + std::to_string(i) + "]", "a string", s);
+            }
+            g.stop.emplace_back(s.get_string());
+        }
+    } else {
+        return wrong_type("stop", "a string or an array of strings", *v);
+    }
+    if (auto ok = runtime::validate_stops(g.stop); !ok) {
+        return bad_request(ok.error().message, "stop", "invalid_value");
+    }
+    return std::nullopt;
+}
+
+/// Fields accepted only with the one value the server implements (n = 1, logprobs off, ...).
+maybe_error read_fixed_fields(const json::object& o, completion_kind kind) {
+    std::optional<std::int64_t> n;
+    if (auto e = read_int(o, "n", 1, 1, n)) {
+        return bad_request("n: only 1 is supported", "n", "unsupported_value");
+    }
+    if (kind == completion_kind::completion) {
+        if (auto e = read_int(o, "best_of", 1, 1, n)) {
+            return bad_request("best_of: only 1 is supported", "best_of", "unsupported_value");
+        }
+        if (find(o, "logprobs") != nullptr) {
+            return bad_request("logprobs is not supported", "logprobs", "unsupported_value");
+        }
+        if (find(o, "suffix") != nullptr) {
+            return bad_request("suffix is not supported", "suffix", "unsupported_value");
+        }
+        bool echo = false;
+        if (auto e = read_bool(o, "echo", echo)) {
+            return e;
+        }
+        if (echo) {
+            return bad_request("echo is not supported", "echo", "unsupported_value");
+        }
+        return std::nullopt;
+    }
+    bool logprobs = false;
+    if (auto e = read_bool(o, "logprobs", logprobs)) {
+        return e;
+    }
+    if (logprobs) {
+        return bad_request("logprobs is not supported", "logprobs", "unsupported_value");
+    }
+    if (auto e = read_int(o, "top_logprobs", 0, 0, n)) {
+        return bad_request("top_logprobs is not supported", "top_logprobs", "unsupported_value");
+    }
+    if (const auto* rf = find(o, "response_format")) {
+        const json::value* type = rf->is_object() ? find(rf->get_object(), "type") : nullptr;
+        if (type == nullptr || !type->is_string() || type->get_string() != "text") {
+            return bad_request("response_format.type: only \"text\" is supported", "response_format.type",
+                               "unsupported_value");
+        }
+    }
+    return std::nullopt;
+}
+
+maybe_error read_sampling(const json::object& o, generate_request& g, std::uint64_t random_seed) {
+    auto& s = g.sampling;
+    if (auto e = read_float(o, "temperature", 0.0, 2.0, s.temperature)) {
+        return e;
+    }
+    if (auto e = read_float(o, "top_p", 0.0, 1.0, s.top_p)) {
+        return e;
+    }
+    if (auto e = read_float(o, "min_p", 0.0, 1.0, s.min_p)) {
+        return e;
+    }
+    if (auto e = read_float(o, "presence_penalty", -2.0, 2.0, s.presence_penalty)) {
+        return e;
+    }
+    if (auto e = read_float(o, "frequency_penalty", -2.0, 2.0, s.frequency_penalty)) {
+        return e;
+    }
+    if (auto e = read_float(o, "repeat_penalty", 0.0, 100.0, s.repeat_penalty)) {
+        return e;
+    }
+    std::optional<std::int64_t> top_k;
+    if (auto e = read_int(o, "top_k", -1, max_int32, top_k)) {
+        return e;
+    }
+    if (top_k) {
+        s.top_k = static_cast<std::int32_t>(*top_k);
+    }
+    std::optional<std::int64_t> seed;
+    if (auto e = read_int(o, "seed", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
+                          seed)) {
+        return e;
+    }
+    s.seed = seed && *seed != -1 ? static_cast<std::uint64_t>(*seed) : random_seed;
+    if (auto ok = runtime::validate(s); !ok) {
+        // The engine's messages start with the field name ("top_p must be in (0, 1], got 0").
+        const auto& m = ok.error().message;
+        return bad_request(m, m.substr(0, m.find(' ')), "out_of_range");
+    }
+    return std::nullopt;
+}
+
+maybe_error read_limits_and_stream(const json::object& o, completion_request& out) {
+    std::optional<std::int64_t> max_tokens;
+    if (auto e = read_int(o, "max_tokens", 1, max_int32, max_tokens)) {
+        return e;
+    }
+    if (out.kind == completion_kind::chat) {
+        std::optional<std::int64_t> max_completion;
+        if (auto e = read_int(o, "max_completion_tokens", 1, max_int32, max_completion)) {
+            return e;
+        }
+        if (max_completion) {
+            max_tokens = max_completion;
+        }
+    }
+    // OpenAI's defaults: chat runs to the end (or a full context), legacy completions stop after 16 tokens.
+    out.generate.max_tokens =
+        max_tokens ? static_cast<std::uint32_t>(*max_tokens) : (out.kind == completion_kind::chat ? 0u : 16u);
+    if (auto e = read_bool(o, "ignore_eos", out.generate.ignore_eos)) { // llama.cpp's extension
+        return e;
+    }
+    if (auto e = read_bool(o, "stream", out.stream)) {
+        return e;
+    }
+    if (const auto* so = find(o, "stream_options")) {
+        if (!so->is_object()) {
+            return wrong_type("stream_options", "an object", *so);
+        }
+        if (!out.stream) {
+            return bad_request("stream_options is only allowed when stream is true", "stream_options", "invalid_value");
+        }
+        static constexpr std::array<std::string_view, 1> keys{"include_usage"};
+        if (auto e = reject_unknown(so->get_object(), keys, "stream_options.")) {
+            return e;
+        }
+        if (auto e = read_bool(so->get_object(), "include_usage", out.include_usage)) {
+            e->message = "stream_options." + e->message;
+            e->param = "stream_options.include_usage";
+            return e;
+        }
+    }
+    return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 24> chat_keys{"ignore_eos",
+                                                     "model",
+                                                     "messages",
+                                                     "max_tokens",
+                                                     "max_completion_tokens",
+                                                     "temperature",
+                                                     "top_p",
+                                                     "top_k",
+                                                     "min_p",
+                                                     "seed",
+                                                     "stop",
+                                                     "presence_penalty",
+                                                     "frequency_penalty",
+                                                     "repeat_penalty",
+                                                     "stream",
+                                                     "stream_options",
+                                                     "tools",
+                                                     "tool_choice",
+                                                     "parallel_tool_calls",
+                                                     "user",
+                                                     "n",
+                                                     "logprobs",
+                                                     "top_logprobs",
+                                                     "response_format"};
+
+constexpr std::array<std::string_view, 21> completion_keys{"ignore_eos",
+                                                           "model",
+                                                           "prompt",
+                                                           "max_tokens",
+                                                           "temperature",
+                                                           "top_p",
+                                                           "top_k",
+                                                           "min_p",
+                                                           "seed",
+                                                           "stop",
+                                                           "presence_penalty",
+                                                           "frequency_penalty",
+                                                           "repeat_penalty",
+                                                           "stream",
+                                                           "stream_options",
+                                                           "user",
+                                                           "n",
+                                                           "logprobs",
+                                                           "echo",
+                                                           "suffix",
+                                                           "best_of"};
+
+} // namespace
+
+api_result<json::object> parse_json_object(std::string_view body) {
+    json::parse_options opts;
+    opts.max_depth = 64;
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec, json::storage_ptr(), opts);
+    if (ec) {
+        return bad_request("invalid JSON body: " + ec.message(), std::nullopt, "invalid_json");
+    }
+    if (!v.is_object()) {
+        return bad_request("the request body must be a JSON object, got " + std::string(kind_name(v)), std::nullopt,
+                           "invalid_json");
+    }
+    return std::move(v.as_object());
+}
+
+api_result<completion_request> parse_completion_request(std::string_view body, completion_kind kind,
+                                                        std::uint64_t random_seed) {
+    auto parsed = parse_json_object(body);
+    if (!parsed) {
+        return parsed.error();
+    }
+    const auto& o = *parsed;
+    completion_request out;
+    out.kind = kind;
+    const bool chat = kind == completion_kind::chat;
+    if (auto e = chat ? reject_unknown(o, chat_keys, "") : reject_unknown(o, completion_keys, "")) {
+        return *e;
+    }
+    std::string user;
+    if (auto e = read_string(o, "model", out.model)) {
+        return *e;
+    }
+    if (auto e = read_string(o, "user", user)) {
+        return *e;
+    }
+    if (auto e = chat ? read_messages(o, out.generate) : read_prompt(o, out.generate)) {
+        return *e;
+    }
+    if (chat) {
+        if (auto e = read_tools(o, out.generate)) {
+            return *e;
+        }
+    }
+    if (auto e = read_fixed_fields(o, kind)) {
+        return *e;
+    }
+    if (auto e = read_sampling(o, out.generate, random_seed)) {
+        return *e;
+    }
+    if (auto e = read_stop(o, out.generate)) {
+        return *e;
+    }
+    if (auto e = read_limits_and_stream(o, out)) {
+        return *e;
+    }
+    return out;
+}
+
+} // namespace sluice::server

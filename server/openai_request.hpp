@@ -1,0 +1,39 @@
+// Reads OpenAI chat-completions and completions request bodies into engine requests, rejecting (400, naming
+// the field) anything the server does not support rather than ignoring it.
+#pragma once
+
+#include "runtime/engine/session.hpp"
+#include "server/api_error.hpp"
+
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace sluice::server {
+
+/// Which endpoint a request came to.
+enum class completion_kind {
+    chat,       ///< POST /v1/chat/completions: `messages`
+    completion, ///< POST /v1/completions: `prompt`
+};
+
+/// A validated request: what to generate and how to answer.
+struct completion_request {
+    completion_kind kind = completion_kind::chat;
+    generate_request generate; ///< messages or prompt, sampling (seed resolved), stops, max_tokens
+    std::string model;         ///< the `model` field as sent (may be empty)
+    bool stream = false;
+    bool include_usage = false; ///< stream_options.include_usage
+};
+
+/// Parses `body` (JSON text) for endpoint `kind`. `random_seed` is used when the request has no seed (or
+/// seed -1). Errors: invalid JSON or UTF-8, a body that is not an object, unknown or unsupported fields, wrong
+/// types, values out of range (including the engine's validate() and validate_stops()).
+api_result<completion_request> parse_completion_request(std::string_view body, completion_kind kind,
+                                                        std::uint64_t random_seed);
+
+/// Parses `body` as a JSON object (shared by every POST endpoint). Errors name the parser's complaint.
+api_result<boost::json::object> parse_json_object(std::string_view body);
+
+} // namespace sluice::server

@@ -1,0 +1,163 @@
+// The listener, the model-loading coroutine, signals and the two-step shutdown.
+#include "server/server.hpp"
+
+#include "server/http_session.hpp"
+#include "server/server_state.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <list>
+#include <utility>
+
+namespace sluice::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+/// Open connections, each cancellable at shutdown.
+using connection_list = std::list<asio::cancellation_signal>;
+
+asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& st, connection_list& connections) {
+    const auto ex = co_await asio::this_coro::executor;
+    while (acceptor.is_open()) {
+        auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            if (!acceptor.is_open()) {
+                co_return;
+            }
+            // Out of descriptors or a transient error: back off instead of spinning.
+            asio::steady_timer pause(ex, std::chrono::milliseconds(50));
+            co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+            continue;
+        }
+        boost::system::error_code opt_ec;
+        socket.set_option(tcp::no_delay(true), opt_ec); // SSE events go out as they come
+        auto it = connections.emplace(connections.end());
+        asio::co_spawn(ex, do_session(beast::tcp_stream(std::move(socket)), st),
+                       asio::bind_cancellation_slot(it->slot(), [&connections, it, ex](const std::exception_ptr&) {
+                           asio::post(ex, [&connections, it] { connections.erase(it); });
+                       }));
+    }
+}
+
+asio::awaitable<bool> load_model(server_state& st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto loaded = co_await model::load(st.options.model, {.n_ctx = st.options.ctx, .n_threads = st.options.threads});
+    if (!loaded) {
+        std::fprintf(stderr, "sluice serve: %s\n", loaded.error().message.c_str());
+        co_return false;
+    }
+    st.loaded = std::move(*loaded);
+    st.model_name = st.loaded->path().stem().string();
+    st.created =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    st.slots.start(st.loaded, st.options.ctx);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "sluice serve: model %s loaded in %.0f ms; %zu slot(s) of %u tokens, queue %zu\n",
+                 st.model_name.c_str(), ms, st.slots.parallel(), st.slots.any_session().context_size(),
+                 st.options.queue);
+    co_return true;
+}
+
+/// Shutdown, step two: waits (up to 5 s) for the cancelled connections and the loader to finish, then stops
+/// the io_context if anything still runs.
+asio::awaitable<void> drain(connection_list& connections, const bool& loading, asio::io_context& ioc) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    asio::steady_timer tick(ioc);
+    while ((!connections.empty() || loading) && std::chrono::steady_clock::now() < deadline) {
+        tick.expires_after(std::chrono::milliseconds(20));
+        co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    if (!connections.empty() || loading) {
+        ioc.stop();
+    }
+}
+
+std::string url_host(const tcp::endpoint& ep) {
+    const auto a = ep.address();
+    return a.is_v6() ? "[" + a.to_string() + "]" : a.to_string();
+}
+
+} // namespace
+
+int run_server(const server_options& options) {
+    asio::io_context ioc{1};
+    server_state st(options);
+
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(options.host, ec);
+    if (ec) {
+        std::fprintf(stderr, "sluice serve: invalid --host '%s': %s\n", options.host.c_str(), ec.message().c_str());
+        return 1;
+    }
+    tcp::acceptor acceptor(ioc);
+    const tcp::endpoint endpoint{address, options.port};
+    if (acceptor.open(endpoint.protocol(), ec); !ec) {
+        acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+        acceptor.bind(endpoint, ec);
+    }
+    if (!ec) {
+        acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    }
+    if (ec) {
+        std::fprintf(stderr, "sluice serve: cannot listen on %s:%u: %s\n", options.host.c_str(), options.port,
+                     ec.message().c_str());
+        return 1;
+    }
+    const auto bound = acceptor.local_endpoint();
+    std::fprintf(stderr, "sluice serve: listening on http://%s:%u\n", url_host(bound).c_str(), bound.port());
+    std::fflush(stderr);
+
+    connection_list connections;
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    int status = 0;
+    bool loading = true;
+    bool stopping = false;
+    // Shutdown, step one: stop accepting and cancel the connections (their reads end, their generations stop
+    // after the current step); step two: drain() stops the io_context if something outlives a grace period.
+    auto shutdown = [&] {
+        if (std::exchange(stopping, true)) {
+            return;
+        }
+        signals.cancel();
+        acceptor.close(ec);
+        for (auto& c : connections) {
+            c.emit(asio::cancellation_type::terminal);
+        }
+        asio::co_spawn(ioc, drain(connections, loading, ioc), asio::detached);
+    };
+    signals.async_wait([&](const boost::system::error_code& e, int) {
+        if (!e) {
+            std::fprintf(stderr, "sluice serve: shutting down\n");
+            shutdown();
+        }
+    });
+    asio::co_spawn(ioc, accept_loop(acceptor, st, connections), [](const std::exception_ptr&) {});
+    asio::co_spawn(ioc, load_model(st), [&](const std::exception_ptr& e, bool ok) {
+        loading = false;
+        if (e || !ok) {
+            status = 1;
+            shutdown();
+        }
+    });
+    ioc.run();
+    return status;
+}
+
+} // namespace sluice::server

@@ -1,0 +1,37 @@
+// Settings of `sluice serve` and the parsers of their human-friendly forms ("1MiB", "30s").
+#pragma once
+
+#include "io/error.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sluice::server {
+
+/// Everything the server needs to start. Defaults are the command line's defaults.
+struct server_options {
+    std::string model;                         ///< GGUF file (any part of a split model)
+    std::string host = "127.0.0.1";            ///< address to bind
+    std::uint16_t port = 8080;                 ///< 0: let the kernel choose (printed on stderr)
+    std::size_t parallel = 1;                  ///< generations running at once, one session each
+    std::size_t queue = 16;                    ///< requests waiting for a slot before 503
+    std::uint32_t ctx = 0;                     ///< context of each session; 0: the model's default
+    std::size_t threads = 0;                   ///< compute threads; 0: one per hardware thread
+    std::string api_key;                       ///< empty: no authentication
+    std::size_t max_body = 1024 * 1024;        ///< largest request body in bytes (413 beyond)
+    std::size_t max_header = 16 * 1024;        ///< largest request header block in bytes (431 beyond)
+    std::chrono::milliseconds timeout{30'000}; ///< limit of every read and every write
+};
+
+/// Parses a byte size: a non-negative integer with an optional unit B, KB, MB, GB (powers of 1000) or
+/// KiB, MiB, GiB (powers of 1024), case-insensitive ("1MiB", "512k" is rejected). Errors name the input.
+[[nodiscard]] result<std::size_t> parse_size(std::string_view text);
+
+/// Parses a duration: a non-negative integer with unit ms, s, m or h ("30s", "500ms"); a bare number is
+/// seconds. Errors name the input.
+[[nodiscard]] result<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+} // namespace sluice::server

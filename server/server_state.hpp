@@ -1,0 +1,28 @@
+// What every connection of one server shares: options, the model once loaded, and the generation slots.
+// Used from the io_context's one thread only.
+#pragma once
+
+#include "runtime/engine/model.hpp"
+#include "server/scheduler.hpp"
+#include "server/server_options.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace sluice::server {
+
+struct server_state {
+    explicit server_state(server_options opts)
+        : options(std::move(opts)), slots(options.parallel, options.queue), seeds(std::random_device{}()) {}
+
+    server_options options;
+    std::shared_ptr<model> loaded; ///< null while the model loads
+    std::string model_name;        ///< the served model's id (file name without .gguf)
+    std::int64_t created = 0;      ///< when loading finished (seconds since the epoch)
+    scheduler slots;
+    std::mt19937_64 seeds; ///< seeds of requests that bring none
+};
+
+} // namespace sluice::server

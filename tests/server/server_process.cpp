@@ -1,0 +1,122 @@
+// Child-process control for the server tests: fork/exec, port discovery from stderr, SIGTERM on teardown.
+#include "server_process.hpp"
+
+#include "../cli/process.hpp"
+#include "../cli/scratch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace sluice::test {
+
+const std::string& sluice_exe() {
+    static const std::string exe = SLUICE_EXE;
+    return exe;
+}
+
+std::filesystem::path tiny_model() {
+    static const std::filesystem::path path = [] {
+        auto p = scratch_dir() / "tiny-qwen3moe.gguf";
+        const auto r = run_process(sluice_exe() + " mkmodel -q -o " + shell_quote(p.string()) +
+                                   " --preset tiny-qwen3moe --type q8_0 --seed 1");
+        EXPECT_EQ(r.status, 0) << r.err;
+        return p;
+    }();
+    return path;
+}
+
+server_process::server_process(const std::vector<std::string>& args) {
+    static int counter = 0;
+    log_path_ = scratch_dir() / ("serve-" + std::to_string(counter++) + ".log");
+    std::vector<std::string> argv_s{sluice_exe(), "serve", "-m",        tiny_model().string(),
+                                    "--port",     "0",     "--threads", "2"};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, STDERR_FILENO);
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, STDOUT_FILENO);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    if (pid_ <= 0) {
+        ADD_FAILURE() << "fork failed";
+        return;
+    }
+    const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+        const std::string text = log();
+        std::smatch m;
+        if (std::regex_search(text, m, listening) && text.find(" loaded in ") != std::string::npos) {
+            port_ = static_cast<unsigned short>(std::stoi(m[1].str()));
+            return;
+        }
+        if (!running()) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "the server did not start; its stderr:\n" << log();
+}
+
+server_process::~server_process() {
+    if (pid_ > 0) {
+        stop();
+    }
+}
+
+std::string server_process::log() const {
+    std::ifstream in(log_path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool server_process::running() {
+    if (pid_ <= 0) {
+        return false;
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+    }
+    return true;
+}
+
+int server_process::stop() {
+    if (pid_ <= 0) {
+        return -1;
+    }
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 500; ++i) {
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+}
+
+} // namespace sluice::test

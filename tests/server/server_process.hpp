@@ -1,0 +1,44 @@
+// Runs `sluice serve` on a tiny model as a child process on 127.0.0.1 with --port 0 and reads the chosen port
+// from its stderr (tests only).
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sluice::test {
+
+/// Path of the `sluice` executable under test.
+const std::string& sluice_exe();
+
+/// A tiny-qwen3moe q8_0 model made once per test process with `sluice mkmodel`.
+std::filesystem::path tiny_model();
+
+/// A running server. Starting waits until it listens and has loaded the model; destruction sends SIGTERM
+/// and waits for the exit.
+class server_process {
+public:
+    /// Starts `sluice serve -m <tiny model> --port 0 --threads 2 <args...>`; fails the test on error.
+    explicit server_process(const std::vector<std::string>& args = {});
+    ~server_process();
+    server_process(const server_process&) = delete;
+    server_process& operator=(const server_process&) = delete;
+
+    [[nodiscard]] unsigned short port() const noexcept { return port_; }
+    [[nodiscard]] std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    /// Everything the server wrote to stderr so far.
+    [[nodiscard]] std::string log() const;
+    /// True while the child has not exited.
+    [[nodiscard]] bool running();
+    /// Sends SIGTERM and returns the exit status (-1 if it had to be killed or died from a signal).
+    int stop();
+
+private:
+    pid_t pid_ = -1;
+    unsigned short port_ = 0;
+    std::filesystem::path log_path_;
+};
+
+} // namespace sluice::test
