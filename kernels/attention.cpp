@@ -25,8 +25,11 @@ void attention(const attention_shape& s, quant_type kv_type, const float* q, con
     const auto* k = static_cast<const std::byte*>(k_cache);
     const auto* v = static_cast<const std::byte*>(v_cache);
     const std::size_t group = s.n_heads / s.n_kv_heads;
-    std::vector<float> score(s.kv_len);
-    std::vector<float> v_row(s.head_dim);
+    // Per-thread scratch that only grows: attention runs on compute threads many times per token.
+    thread_local std::vector<float> score;
+    thread_local std::vector<float> v_row;
+    score.resize(std::max(score.size(), s.kv_len));
+    v_row.resize(std::max(v_row.size(), s.head_dim));
     for (std::size_t t = 0; t < s.n_tokens; ++t) {
         const std::size_t visible = s.first_pos + t + 1;
         for (std::size_t h = head_begin; h < head_end; ++h) {
