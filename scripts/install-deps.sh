@@ -6,7 +6,7 @@ packages=(
     build-essential cmake ninja-build ccache pkg-config clang
     libboost1.81-all-dev liburing-dev libspdlog-dev libfmt-dev libcli11-dev libhowardhinnant-date-dev
     libgtest-dev libgmock-dev libbenchmark-dev libbz2-dev
-    fio curl jq python3-jinja2 unicode-data
+    fio curl jq python3-jinja2 unicode-data prometheus
 )
 
 missing=()

@@ -73,7 +73,7 @@ asio::awaitable<void> watch_disconnect(tcp::socket& socket) {
 
 /// Pulls the whole generation and answers one JSON object.
 asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request& req, server_state& st,
-                                   token_stream& tokens, const response_meta& meta) {
+                                   token_stream& tokens, const response_meta& meta, token_clock& clock) {
     std::string text;
     for (;;) {
         auto ev = co_await tokens.next();
@@ -85,6 +85,9 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
         }
         if (!*ev) {
             break;
+        }
+        if ((*ev)->token >= 0) {
+            clock.on_token();
         }
         text += valid_utf8((*ev)->text);
     }
@@ -99,7 +102,8 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
 
 /// Streams the generation as SSE. A failed write stops pulling tokens at once, which stops the compute.
 asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_request& req, server_state& st,
-                                      token_stream& tokens, const response_meta& meta, bool include_usage) {
+                                      token_stream& tokens, const response_meta& meta, bool include_usage,
+                                      token_clock& clock) {
     sse_writer out(stream, st.options.timeout, req.version(), req.keep_alive());
     if (!co_await out.start()) {
         co_return false;
@@ -122,6 +126,9 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
         }
         if (!*ev) {
             break;
+        }
+        if ((*ev)->token >= 0) {
+            clock.on_token();
         }
         if (!(*ev)->text.empty()) {
             const std::string event = sse_event(text_chunk(meta, valid_utf8((*ev)->text), false));
@@ -150,6 +157,7 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
 asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_request& req, server_state& st,
                                           completion_request creq, response_meta meta) {
     co_await asio::this_coro::throw_if_cancelled(false);
+    token_clock clock(st.metrics, token_clock::clock::now());
     auto acquired = co_await st.slots.acquire();
     if (acquired.queue_full) {
         const std::string msg = "all " + std::to_string(st.slots.parallel()) +
@@ -162,16 +170,22 @@ asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_
         co_return false; // cancelled while queued
     }
     auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
+    bool keep = false;
     if (creq.stream) {
-        co_return co_await answer_streamed(stream, req, st, tokens, meta, creq.include_usage);
+        keep = co_await answer_streamed(stream, req, st, tokens, meta, creq.include_usage, clock);
+    } else {
+        keep = co_await answer_whole(stream, req, st, tokens, meta, clock);
     }
-    co_return co_await answer_whole(stream, req, st, tokens, meta);
+    st.metrics.prompt_tokens += tokens.summary().prompt_tokens;
+    st.metrics.generated_tokens += tokens.summary().completion_tokens;
+    co_return keep;
 }
 
 } // namespace
 
 asio::awaitable<bool> write_response(beast::tcp_stream& stream, http::response<http::string_body> res,
                                      std::chrono::milliseconds timeout) {
+    note_response_status(&stream, static_cast<unsigned>(res.result_int()));
     stream.expires_after(timeout);
     auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
     co_return !ec && res.keep_alive();

@@ -26,7 +26,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-enum class endpoint { health, models, chat, completions, tokenize, detokenize };
+enum class endpoint { health, metrics, models, chat, completions, tokenize, detokenize };
 
 struct route {
     std::string_view path;
@@ -34,14 +34,46 @@ struct route {
     endpoint target;
 };
 
-constexpr std::array<route, 6> routes{{
+constexpr std::array<route, 7> routes{{
     {"/health", http::verb::get, endpoint::health},
+    {"/metrics", http::verb::get, endpoint::metrics},
     {"/v1/models", http::verb::get, endpoint::models},
     {"/v1/chat/completions", http::verb::post, endpoint::chat},
     {"/v1/completions", http::verb::post, endpoint::completions},
     {"/tokenize", http::verb::post, endpoint::tokenize},
     {"/detokenize", http::verb::post, endpoint::detokenize},
 }};
+
+/// The route's path, or "unmatched" (so a scan of random URLs cannot grow the label set).
+std::string_view route_label(const http_request& req) {
+    const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    for (const auto& r : routes) {
+        if (r.path == path) {
+            return r.path;
+        }
+    }
+    return "unmatched";
+}
+
+/// GET /metrics: the Prometheus text exposition (also while the model loads).
+http_response metrics_response(const http_request& req, const server_state& st) {
+    server_metrics::sampled now;
+    if (st.slots.ready()) {
+        now.queued = st.slots.queued();
+        now.kv_cache_tokens = st.slots.tokens_held();
+    }
+    if (st.loaded) {
+        now.model_resident_bytes = st.loaded->resident_bytes();
+    }
+    http_response res{http::status::ok, req.version()};
+    res.set(http::field::server, "sluice");
+    res.set(http::field::content_type, metrics_content_type);
+    res.keep_alive(req.keep_alive());
+    res.body() = st.metrics.render(now);
+    res.prepare_payload();
+    return res;
+}
 
 /// Compares in time that depends only on the lengths, so the key cannot be guessed byte by byte.
 bool same_secret(std::string_view a, std::string_view b) {
@@ -117,6 +149,10 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
         auto res = handle_health(req, st);
         co_return co_await write_response(stream, std::move(res), timeout);
     }
+    if (found->target == endpoint::metrics) {
+        auto res = metrics_response(req, st);
+        co_return co_await write_response(stream, std::move(res), timeout);
+    }
     if (!st.slots.ready()) {
         const api_error e{http::status::service_unavailable, "the model is still loading", "unavailable_error",
                           std::nullopt, "model_loading"};
@@ -139,6 +175,7 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
     case endpoint::completions:
         co_return co_await handle_completion(stream, req, st, completion_kind::completion);
     case endpoint::health:
+    case endpoint::metrics:
         break;
     }
     if (simple) {
@@ -212,12 +249,23 @@ asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
                 const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
                 auto res = error_response(*answer, version, false);
                 co_await write_response(stream, std::move(res), timeout);
+                st.metrics.count_request("unparsed", take_response_status(&stream));
                 co_await linger_close(stream, timeout);
             }
             co_return;
         }
         const auto req = parser.release();
-        if (!co_await handle_request(stream, req, st)) {
+        // Scrapes are left out of the in-flight gauge, so an idle server reads 0.
+        const std::string_view route = route_label(req);
+        const bool scrape = route == "/metrics";
+        st.metrics.in_flight += scrape ? 0 : 1;
+        const bool keep = co_await handle_request(stream, req, st);
+        st.metrics.in_flight -= scrape ? 0 : 1;
+        const unsigned status = take_response_status(&stream);
+        if (status != 0) {
+            st.metrics.count_request(route, status);
+        }
+        if (!keep) {
             break;
         }
     }

@@ -33,6 +33,14 @@ std::size_t scheduler::busy() const noexcept {
     return static_cast<std::size_t>(std::count(busy_.begin(), busy_.end(), true));
 }
 
+std::size_t scheduler::tokens_held() const noexcept {
+    std::size_t n = 0;
+    for (const auto& s : sessions_) {
+        n += s->tokens_in_context();
+    }
+    return n;
+}
+
 asio::awaitable<acquire_result> scheduler::acquire() {
     assert(ready());
     for (std::size_t i = 0; i < busy_.size(); ++i) {

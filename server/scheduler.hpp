@@ -59,6 +59,8 @@ public:
     [[nodiscard]] std::size_t busy() const noexcept;
     [[nodiscard]] std::size_t queued() const noexcept { return queue_.size(); }
     [[nodiscard]] std::size_t parallel() const noexcept { return parallel_; }
+    /// Tokens held in the KV caches of all slots' sessions.
+    [[nodiscard]] std::size_t tokens_held() const noexcept;
 
 private:
     friend class slot_lease;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/engine/model.hpp"
+#include "server/metrics.hpp"
 #include "server/scheduler.hpp"
 #include "server/server_options.hpp"
 
@@ -22,7 +23,8 @@ struct server_state {
     std::string model_name;        ///< the served model's id (file name without .gguf)
     std::int64_t created = 0;      ///< when loading finished (seconds since the epoch)
     scheduler slots;
-    std::mt19937_64 seeds; ///< seeds of requests that bring none
+    std::mt19937_64 seeds;  ///< seeds of requests that bring none
+    server_metrics metrics; ///< GET /metrics
 };
 
 } // namespace sluice::server

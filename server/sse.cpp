@@ -1,6 +1,8 @@
 // SSE framing and the chunked writer.
 #include "server/sse.hpp"
 
+#include "server/metrics.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -33,6 +35,7 @@ asio::awaitable<bool> sse_writer::start() {
         res.chunked(true);
     }
     http::response_serializer<http::empty_body> sr{res};
+    note_response_status(&stream_, static_cast<unsigned>(res.result_int()));
     stream_.expires_after(timeout_);
     auto [ec, n] = co_await http::async_write_header(stream_, sr, asio::as_tuple(asio::use_awaitable));
     ok_ = !ec;

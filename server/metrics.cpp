@@ -1,0 +1,144 @@
+// Metric storage and the text exposition format 0.0.4.
+#include "server/metrics.hpp"
+
+#include <array>
+#include <charconv>
+#include <unordered_map>
+
+namespace sluice::server {
+namespace {
+
+/// The shortest text that reads back as `v` (Prometheus parses it as a Go float).
+std::string number(double v) {
+    std::array<char, 64> buf{};
+    const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    return std::string(buf.data(), r.ptr);
+}
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+    out += "# HELP ";
+    out += name;
+    out += ' ';
+    out += help;
+    out += "\n# TYPE ";
+    out += name;
+    out += ' ';
+    out += type;
+    out += '\n';
+}
+
+void single(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+            std::uint64_t value) {
+    header(out, name, type, help);
+    out += name;
+    out += ' ';
+    out += std::to_string(value);
+    out += '\n';
+}
+
+/// Latency buckets (seconds) from 1 ms to 60 s.
+std::vector<double> latency_buckets() {
+    return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+std::mutex statuses_mutex;
+std::unordered_map<const void*, unsigned> statuses;
+
+} // namespace
+
+histogram::histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1) {}
+
+void histogram::observe(double value) noexcept {
+    std::size_t i = 0;
+    while (i < bounds_.size() && value > bounds_[i]) {
+        ++i;
+    }
+    counts_[i].fetch_add(1, std::memory_order_relaxed);
+    sum_.fetch_add(value, std::memory_order_relaxed);
+    count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void histogram::render(std::string& out, std::string_view name) const {
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+        cumulative += counts_[i].load(std::memory_order_relaxed);
+        out += name;
+        out += "_bucket{le=\"";
+        out += i < bounds_.size() ? number(bounds_[i]) : std::string("+Inf");
+        out += "\"} ";
+        out += std::to_string(cumulative);
+        out += '\n';
+    }
+    // _count is the +Inf bucket, so the two always agree even while other threads observe.
+    out += name;
+    out += "_sum ";
+    out += number(sum_.load(std::memory_order_relaxed));
+    out += '\n';
+    out += name;
+    out += "_count ";
+    out += std::to_string(cumulative);
+    out += '\n';
+}
+
+server_metrics::server_metrics() : time_to_first_token(latency_buckets()), inter_token_latency(latency_buckets()) {}
+
+void server_metrics::count_request(std::string_view route, unsigned status) {
+    const std::lock_guard lock(requests_mutex_);
+    ++requests_[{std::string(route), status}];
+}
+
+std::string server_metrics::render(const sampled& now) const {
+    std::string out;
+    header(out, "sluice_requests_total", "counter", "HTTP requests answered, by route and status code.");
+    {
+        const std::lock_guard lock(requests_mutex_);
+        for (const auto& [key, n] : requests_) {
+            out += "sluice_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " +
+                   std::to_string(n) + "\n";
+        }
+    }
+    header(out, "sluice_requests_in_flight", "gauge", "HTTP requests being handled (scrapes of /metrics excluded).");
+    out += "sluice_requests_in_flight " + std::to_string(in_flight.load()) + "\n";
+    single(out, "sluice_requests_queued", "gauge", "Completion requests waiting for a generation slot.", now.queued);
+    single(out, "sluice_prompt_tokens_total", "counter",
+           "Prompt tokens of generations that ran (tokens reused from the KV cache included).", prompt_tokens.load());
+    single(out, "sluice_generated_tokens_total", "counter", "Tokens generated (completion tokens).",
+           generated_tokens.load());
+    header(out, "sluice_time_to_first_token_seconds", "histogram",
+           "Seconds from a completion joining the slot queue (queueing included) to its first generated token.");
+    time_to_first_token.render(out, "sluice_time_to_first_token_seconds");
+    header(out, "sluice_inter_token_latency_seconds", "histogram",
+           "Seconds between consecutive generated tokens of one generation.");
+    inter_token_latency.render(out, "sluice_inter_token_latency_seconds");
+    single(out, "sluice_kv_cache_tokens", "gauge", "Tokens held in the KV caches of all generation slots.",
+           now.kv_cache_tokens);
+    single(out, "sluice_model_resident_bytes", "gauge", "Bytes of model weights resident in memory.",
+           now.model_resident_bytes);
+    return out;
+}
+
+void token_clock::on_token() {
+    const auto now = clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    (first_ ? metrics_->time_to_first_token : metrics_->inter_token_latency).observe(seconds);
+    first_ = false;
+    last_ = now;
+}
+
+void note_response_status(const void* connection, unsigned status) {
+    const std::lock_guard lock(statuses_mutex);
+    statuses[connection] = status;
+}
+
+unsigned take_response_status(const void* connection) {
+    const std::lock_guard lock(statuses_mutex);
+    const auto it = statuses.find(connection);
+    if (it == statuses.end()) {
+        return 0;
+    }
+    const unsigned s = it->second;
+    statuses.erase(it);
+    return s;
+}
+
+} // namespace sluice::server
