@@ -4,6 +4,7 @@
 #include "server/api_error.hpp"
 #include "server/completion_handler.hpp"
 #include "server/info_handlers.hpp"
+#include "server/websocket_session.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -14,6 +15,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include <algorithm>
 #include <array>
@@ -25,6 +27,8 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+
+constexpr std::string_view websocket_path = "/v1/ws";
 
 enum class endpoint { health, metrics, models, chat, completions, tokenize, detokenize };
 
@@ -203,6 +207,29 @@ std::optional<api_error> read_failure(const boost::system::error_code& ec, const
     return std::nullopt;
 }
 
+/// GET /v1/ws: null when the connection was handed to the WebSocket session, else the error to answer
+/// (401 as on the other routes, 426 without an upgrade, 503 while the model loads).
+std::optional<http_response> websocket_refusal(const http_request& req, const server_state& st) {
+    if (auto denied = check_api_key(req, st)) {
+        auto res = error_response(*denied, req.version(), false);
+        res.set(http::field::www_authenticate, "Bearer");
+        return res;
+    }
+    if (!beast::websocket::is_upgrade(req)) {
+        const api_error e{http::status::upgrade_required, "/v1/ws only accepts a WebSocket upgrade (GET)",
+                          "invalid_request_error", std::nullopt, "upgrade_required"};
+        auto res = error_response(e, req.version(), false);
+        res.set(http::field::upgrade, "websocket");
+        return res;
+    }
+    if (!st.slots.ready()) {
+        const api_error e{http::status::service_unavailable, "the model is still loading", "unavailable_error",
+                          std::nullopt, "model_loading"};
+        return error_response(e, req.version(), false);
+    }
+    return std::nullopt;
+}
+
 /// Half-closes, then reads and discards what the client still sends (up to a bound and the timeout), so
 /// the error response is not destroyed by a reset from unread data.
 asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milliseconds timeout) {
@@ -254,7 +281,16 @@ asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
             }
             co_return;
         }
-        const auto req = parser.release();
+        auto req = parser.release();
+        if (req.target().substr(0, req.target().find('?')) == websocket_path) {
+            if (auto refusal = websocket_refusal(req, st)) {
+                co_await write_response(stream, std::move(*refusal), timeout);
+                st.metrics.count_request(websocket_path, take_response_status(&stream));
+                break;
+            }
+            co_await do_websocket_session(std::move(stream), std::move(req), st);
+            co_return;
+        }
         // Scrapes are left out of the in-flight gauge, so an idle server reads 0.
         const std::string_view route = route_label(req);
         const bool scrape = route == "/metrics";

@@ -1,4 +1,5 @@
-// The official `openai` npm client against `sluice serve` (needs node and the server_npm fixture).
+// The official `openai` npm client and the `ws` WebSocket client against `sluice serve` (needs node and the
+// server_npm fixture).
 #include "../cli/process.hpp"
 #include "http_client.hpp"
 #include "server_process.hpp"
@@ -29,6 +30,16 @@ TEST(openai_client, official_client_streams_completes_aborts_and_server_stays_he
     }
     ASSERT_FALSE(m.empty()) << log;
     EXPECT_LT(std::stoi(m[1].str()), 3000);
+    EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
+}
+
+TEST(ws_client, npm_ws_client_runs_concurrent_requests_cancels_and_closes_on_v1_ws) {
+    server_process server({"--api-key", "test-key", "--parallel", "2"});
+    const auto r =
+        run_process("node " + shell_quote(std::string(SLUICE_SOURCE_DIR) + "/tests/server/ws_client.mjs") + " " +
+                    shell_quote(std::string(SLUICE_NPM_CACHE) + "/ws-8.18.3") + " " + server.base_url() + " test-key");
+    EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
+    EXPECT_NE(r.out.find("ws client: ok"), std::string::npos) << r.out;
     EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
 }
 

@@ -1,0 +1,342 @@
+// The /v1/ws session: one reader loop, one writer coroutine draining a bounded queue (one outstanding write),
+// and one coroutine per request, each cancellable on its own through a cancellation signal.
+#include "server/websocket_session.hpp"
+
+#include "server/openai_request.hpp"
+#include "server/openai_response.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace sluice::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+namespace websocket = beast::websocket;
+
+constexpr std::size_t max_queued_messages = 256;
+constexpr std::size_t max_queued_bytes = 4 * 1024 * 1024;
+constexpr std::size_t max_message_bytes = 4 * 1024 * 1024;
+/// How long an overflowed socket gets to take its close frame before the TCP connection is dropped.
+constexpr auto overflow_grace = std::chrono::seconds(2);
+
+/// What the reader, the writer and the request coroutines of one socket share (io_context thread only).
+struct ws_connection : std::enable_shared_from_this<ws_connection> {
+    ws_connection(beast::tcp_stream stream, server_state& state)
+        : ws(std::move(stream)), wake(ws.get_executor()), children_done(ws.get_executor()), st(state) {}
+
+    websocket::stream<beast::tcp_stream> ws;
+    std::deque<std::string> queue;
+    std::size_t queued_bytes = 0;
+    asio::steady_timer wake;          ///< the writer sleeps on it; cancelled to wake it
+    asio::steady_timer children_done; ///< the session sleeps on it until every child has ended
+    std::size_t children = 0;         ///< the writer and the running requests
+    bool closing = false;             ///< no more events are queued
+    bool overflowed = false;          ///< a slow reader filled the queue: close with 1008
+    std::map<std::string, std::shared_ptr<asio::cancellation_signal>> active; ///< client id -> its cancel
+    server_state& st;
+
+    void cancel_all() {
+        for (auto& [id, sig] : active) {
+            sig->emit(asio::cancellation_type::terminal);
+        }
+    }
+
+    /// Queues one event; on overflow drops the queue, cancels everything and schedules the 1008 close.
+    void send(const json::object& event) {
+        if (closing) {
+            return;
+        }
+        std::string text = json::serialize(event);
+        if (queue.size() + 1 > max_queued_messages || queued_bytes + text.size() > max_queued_bytes) {
+            std::fprintf(stderr, "sluice serve: websocket write queue full (%zu messages, %zu bytes); closing\n",
+                         queue.size(), queued_bytes);
+            overflowed = true;
+            closing = true;
+            queue.clear();
+            queued_bytes = 0;
+            cancel_all();
+            wake.cancel();
+            // A pending write may never finish (the peer does not read): drop the connection after a grace.
+            auto guard = std::make_shared<asio::steady_timer>(ws.get_executor(), overflow_grace);
+            guard->async_wait([self = shared_from_this(), guard](const boost::system::error_code&) {
+                beast::get_lowest_layer(self->ws).close();
+            });
+            return;
+        }
+        queued_bytes += text.size();
+        queue.push_back(std::move(text));
+        wake.cancel();
+    }
+
+    void child_ended() {
+        --children;
+        children_done.cancel();
+    }
+};
+
+json::object error_event(const std::string* id, const api_error& e) {
+    json::object ev;
+    ev["type"] = "error";
+    if (id != nullptr) {
+        ev["id"] = *id;
+    }
+    ev["error"] = error_body(e).at("error");
+    return ev;
+}
+
+/// Sends queued events one at a time; after an overflow, sends the 1008 close (send() drops the TCP
+/// connection if the peer has not taken it within overflow_grace).
+asio::awaitable<void> write_loop(std::shared_ptr<ws_connection> c) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    for (;;) {
+        while (c->queue.empty() && !c->closing) {
+            c->wake.expires_at(asio::steady_timer::time_point::max());
+            auto [wec] = co_await c->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+            (void)wec; // woken by cancel(): the queue or `closing` changed
+        }
+        if (c->queue.empty() || c->overflowed) {
+            break;
+        }
+        std::string msg = std::move(c->queue.front());
+        c->queue.pop_front();
+        c->queued_bytes -= msg.size();
+        auto [ec, n] = co_await c->ws.async_write(asio::buffer(msg), asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            c->closing = true;
+            c->queue.clear();
+            c->queued_bytes = 0;
+            c->cancel_all();
+            break;
+        }
+    }
+    if (c->overflowed) {
+        const websocket::close_reason reason(websocket::close_code::policy_error, "write queue full");
+        auto [ec] = co_await c->ws.async_close(reason, asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            beast::get_lowest_layer(c->ws).close();
+        }
+    }
+    c->child_ended();
+}
+
+json::object done_event(const std::string& id, const response_meta& meta, const generation_summary& s) {
+    json::object ev;
+    ev["type"] = "done";
+    ev["id"] = id;
+    ev["response_id"] = meta.id;
+    ev["finish_reason"] = finish_reason_name(s.reason);
+    ev["usage"] = usage_json(s);
+    ev["timings"] = timings_json(s);
+    return ev;
+}
+
+/// One request: a slot (queued like REST requests), then delta events and one done (or error) event.
+asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string id, completion_request creq,
+                                  response_meta meta) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    server_state& st = c->st;
+    token_clock clock(st.metrics, token_clock::clock::now());
+    auto acquired = co_await st.slots.acquire();
+    if (acquired.queue_full) {
+        const std::string msg = "all " + std::to_string(st.slots.parallel()) +
+                                " generation slots are busy and the queue is full; retry later";
+        const api_error e{http::status::service_unavailable, msg, "unavailable_error", std::nullopt, "server_busy"};
+        c->send(error_event(&id, e));
+    } else if (!acquired.lease) {
+        generation_summary none;
+        none.reason = finish_reason::cancelled;
+        c->send(done_event(id, meta, none));
+    } else {
+        auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
+        bool failed = false;
+        bool dropped = false; // the socket is closing: nobody will read more, so stop pulling tokens
+        for (;;) {
+            if (c->closing) {
+                dropped = true;
+                break;
+            }
+            auto ev = co_await tokens.next();
+            if (!ev) {
+                const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};
+                c->send(error_event(&id, e));
+                failed = true;
+                break;
+            }
+            if (!*ev) {
+                break;
+            }
+            if ((*ev)->token >= 0) {
+                clock.on_token();
+            }
+            if (!(*ev)->text.empty()) {
+                json::object delta;
+                delta["type"] = "delta";
+                delta["id"] = id;
+                delta["text"] = valid_utf8((*ev)->text);
+                c->send(delta);
+            }
+        }
+        const auto& s = tokens.summary();
+        const std::string how = failed ? "error" : dropped ? "disconnected" : std::string(finish_reason_name(s.reason));
+        std::fprintf(stderr, "sluice serve: %s websocket %s finish=%s prompt=%u cached=%u completion=%u\n",
+                     meta.id.c_str(), meta.kind == completion_kind::chat ? "chat" : "completion", how.c_str(),
+                     s.prompt_tokens, s.cached_tokens, s.completion_tokens);
+        if (!failed) {
+            c->send(done_event(id, meta, s));
+        }
+        st.metrics.prompt_tokens += s.prompt_tokens;
+        st.metrics.generated_tokens += s.completion_tokens;
+    }
+    c->active.erase(id);
+    c->child_ended();
+}
+
+/// Validates a request message as the REST routes do; the request ready to run, or the error to send.
+api_result<completion_request> validate_request(const json::object& msg, completion_kind& kind, server_state& st) {
+    const auto* endpoint = msg.if_contains("endpoint");
+    if (endpoint == nullptr || !endpoint->is_string() ||
+        (endpoint->as_string() != "chat" && endpoint->as_string() != "completions")) {
+        return bad_request("'endpoint' must be \"chat\" or \"completions\"", "endpoint");
+    }
+    kind = endpoint->as_string() == "chat" ? completion_kind::chat : completion_kind::completion;
+    const auto* body = msg.if_contains("body");
+    if (body == nullptr || !body->is_object()) {
+        return bad_request("'body' must be an object (the REST request body)", "body");
+    }
+    auto parsed = parse_completion_request(json::serialize(*body), kind, st.seeds());
+    if (!parsed) {
+        return parsed.error();
+    }
+    const std::string prompt_field = kind == completion_kind::chat ? "messages" : "prompt";
+    const auto& probe = st.slots.any_session();
+    auto prompt = probe.prompt_tokens(parsed->generate);
+    if (!prompt) {
+        return bad_request(prompt.error().message, prompt_field);
+    }
+    if (prompt->size() >= probe.context_size()) {
+        return bad_request("the prompt has " + std::to_string(prompt->size()) + " tokens; the context holds " +
+                               std::to_string(probe.context_size()) + " (including at least one generated token)",
+                           prompt_field, "context_length_exceeded");
+    }
+    parsed->generate.prompt_tokens = std::move(*prompt);
+    return std::move(*parsed);
+}
+
+/// Handles one text message from the client.
+void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view text) {
+    auto parsed = parse_json_object(text);
+    if (!parsed) {
+        c->send(error_event(nullptr, parsed.error()));
+        return;
+    }
+    const json::object& msg = *parsed;
+    const auto* id_value = msg.if_contains("id");
+    if (id_value == nullptr || !id_value->is_string() || id_value->as_string().empty()) {
+        c->send(error_event(nullptr, bad_request("'id' must be a non-empty string", "id")));
+        return;
+    }
+    const std::string id(id_value->as_string());
+    const auto* type = msg.if_contains("type");
+    if (type != nullptr && type->is_string() && type->as_string() == "cancel") {
+        if (auto it = c->active.find(id); it != c->active.end()) {
+            it->second->emit(asio::cancellation_type::terminal);
+        } else {
+            c->send(error_event(&id, bad_request("no running request has id '" + id + "'", "id", "unknown_id")));
+        }
+        return;
+    }
+    if (type == nullptr || !type->is_string() || type->as_string() != "request") {
+        c->send(error_event(&id, bad_request("'type' must be \"request\" or \"cancel\"", "type")));
+        return;
+    }
+    if (c->active.contains(id)) {
+        c->send(error_event(&id, bad_request("a request with id '" + id + "' is still running", "id", "duplicate_id")));
+        return;
+    }
+    completion_kind kind = completion_kind::chat;
+    auto creq = validate_request(msg, kind, c->st);
+    if (!creq) {
+        c->send(error_event(&id, creq.error()));
+        return;
+    }
+    response_meta meta{
+        kind, make_response_id(kind), c->st.model_name,
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+        false};
+    auto sig = std::make_shared<asio::cancellation_signal>();
+    c->active.emplace(id, sig);
+    ++c->children;
+    asio::co_spawn(c->ws.get_executor(), run_request(c, id, std::move(*creq), std::move(meta)),
+                   asio::bind_cancellation_slot(sig->slot(), asio::detached));
+}
+
+} // namespace
+
+asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::request<http::string_body> req,
+                                           server_state& st) {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    stream.expires_never(); // the websocket's own timeouts (with pings) take over
+    auto c = std::make_shared<ws_connection>(std::move(stream), st);
+    c->ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    c->ws.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "sluice"); }));
+    c->ws.read_message_max(max_message_bytes);
+    c->ws.text(true);
+    auto [aec] = co_await c->ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
+    if (aec) {
+        co_return;
+    }
+    st.metrics.count_request("/v1/ws", 101);
+    ++c->children;
+    asio::co_spawn(c->ws.get_executor(), write_loop(c), asio::detached);
+
+    beast::flat_buffer buffer;
+    while (!c->overflowed) {
+        auto [ec, n] = co_await c->ws.async_read(buffer, asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            break; // closed by the peer, a timeout, an overflow close, or shutdown
+        }
+        if (!c->ws.got_text()) {
+            c->send(error_event(nullptr, bad_request("messages must be JSON text frames", std::nullopt, "binary")));
+        } else {
+            const std::string text = beast::buffers_to_string(buffer.data());
+            handle_message(c, text);
+        }
+        buffer.consume(buffer.size());
+    }
+    // The socket is done (the peer closed or left, a timeout, an overflow, or shutdown): nothing more can be
+    // delivered, so drop the connection (which aborts a write stuck on a peer that does not read), stop every
+    // generation and the writer, then wait for them (they hold slots and share the stream).
+    c->closing = true;
+    beast::get_lowest_layer(c->ws).close();
+    c->cancel_all();
+    c->wake.cancel();
+    while (c->children > 0) {
+        c->children_done.expires_at(asio::steady_timer::time_point::max());
+        auto [wec] = co_await c->children_done.async_wait(asio::as_tuple(asio::use_awaitable));
+        (void)wec; // woken by child_ended()
+    }
+}
+
+} // namespace sluice::server
