@@ -5,7 +5,6 @@
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
 #include "runtime/generate/sampler.hpp"
-#include "runtime/tokenizer/unicode.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -34,23 +33,6 @@ namespace json = boost::json;
 
 double rate(std::uint64_t n, double ms) {
     return ms > 0.0 ? static_cast<double>(n) * 1000.0 / ms : 0.0;
-}
-
-/// `piece` with every invalid UTF-8 byte replaced by U+FFFD, so stdout and JSON strings are valid text. Pieces
-/// from the stream never split a valid character, so each can be cleaned on its own.
-std::string valid_utf8(std::string_view piece) {
-    std::string out;
-    out.reserve(piece.size());
-    for (std::size_t i = 0, len = 0; i < piece.size(); i += len) {
-        const auto c = static_cast<unsigned char>(piece[i]);
-        if (c < 0x80) {
-            out += piece[i];
-            len = 1;
-            continue;
-        }
-        tokenizer::append_utf8(out, tokenizer::decode_utf8(piece, i, len));
-    }
-    return out;
 }
 
 /// A one-line loading bar redrawn in place; prints nothing unless stderr is a terminal.
@@ -165,7 +147,7 @@ asio::awaitable<result<void>> consume(token_stream& stream, bool print, run_repo
         if ((*ev)->token >= 0) {
             report.per_token_ms.push_back((*ev)->ms);
         }
-        const std::string piece = valid_utf8((*ev)->text);
+        const std::string& piece = (*ev)->text; // valid UTF-8: the stream decoder guarantees it
         report.text += piece;
         if (print && !piece.empty()) {
             std::cout << piece << std::flush;

@@ -89,7 +89,7 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
         if ((*ev)->token >= 0) {
             clock.on_token();
         }
-        text += valid_utf8((*ev)->text);
+        text += (*ev)->text;
     }
     const auto& s = tokens.summary();
     log_generation(meta, finish_reason_name(s.reason), s);
@@ -131,7 +131,7 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
             clock.on_token();
         }
         if (!(*ev)->text.empty()) {
-            const std::string event = sse_event(text_chunk(meta, valid_utf8((*ev)->text), false));
+            const std::string event = sse_event(text_chunk(meta, (*ev)->text, false));
             co_await out.send(event);
         }
     }

@@ -1,6 +1,7 @@
 // Health, model list and tokenizer endpoints.
 #include "server/info_handlers.hpp"
 
+#include "runtime/tokenizer/unicode.hpp"
 #include "server/api_error.hpp"
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
@@ -111,7 +112,7 @@ http_response handle_detokenize(const http_request& req, const server_state& st)
         }
         ids.push_back(static_cast<std::int32_t>(t.get_int64()));
     }
-    return json_ok(json::object{{"content", valid_utf8(st.loaded->vocab().decode(ids))}}, req);
+    return json_ok(json::object{{"content", tokenizer::valid_utf8(st.loaded->vocab().decode(ids))}}, req);
 }
 
 } // namespace sluice::server

@@ -48,20 +48,6 @@ json::object choice(const response_meta& meta, std::string_view text, bool first
 
 } // namespace
 
-std::string valid_utf8(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0, len = 0; i < text.size(); i += len) {
-        if (static_cast<unsigned char>(text[i]) < 0x80) {
-            out += text[i];
-            len = 1;
-            continue;
-        }
-        tokenizer::append_utf8(out, tokenizer::decode_utf8(text, i, len));
-    }
-    return out;
-}
-
 std::string make_response_id(completion_kind kind) {
     static std::mt19937_64 rng{std::random_device{}()};
     char hex[25];

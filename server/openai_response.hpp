@@ -21,9 +21,6 @@ struct response_meta {
     bool include_usage = false; ///< streamed with stream_options.include_usage: chunks carry "usage": null
 };
 
-/// `text` with every invalid UTF-8 byte replaced by U+FFFD, so JSON strings are valid text. Stream pieces never
-/// split a valid character, so each piece can be cleaned on its own.
-std::string valid_utf8(std::string_view text);
 
 /// A fresh id for `kind` ("chatcmpl-" or "cmpl-" and 24 hex digits).
 std::string make_response_id(completion_kind kind);

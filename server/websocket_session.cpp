@@ -193,7 +193,7 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
                 json::object delta;
                 delta["type"] = "delta";
                 delta["id"] = id;
-                delta["text"] = valid_utf8((*ev)->text);
+                delta["text"] = (*ev)->text;
                 c->send(delta);
             }
         }

@@ -4,6 +4,7 @@
 #include "io/error.hpp"
 #include "runtime/chat/template.hpp"
 #include "runtime/chat/value.hpp"
+#include "runtime/gguf/metadata.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -46,6 +47,9 @@ result<std::string> render_chat(std::string_view tmpl, const chat_inputs& inputs
 /// {name, template} where "default" wins; bos_token/eos_token as strings or {content}), or any other file taken
 /// as the template text itself (.jinja). Errors: unreadable file, bad JSON or GGUF, no chat template.
 result<template_source> load_template_source(const std::filesystem::path& path);
+
+/// The chat template and bos/eos token texts held in already parsed GGUF metadata.
+result<template_source> gguf_template_source(const gguf::metadata& kv);
 
 /// The GGUF part of load_template_source.
 result<template_source> load_gguf_template_source(const std::filesystem::path& path);

@@ -21,6 +21,16 @@ std::string token_text(const gguf::metadata& kv, std::string_view id_key) {
 
 } // namespace
 
+result<template_source> gguf_template_source(const gguf::metadata& kv) {
+    auto text = kv.find_string(gguf::keys::chat_template);
+    if (!text)
+        return text.error();
+    if (!*text)
+        return make_error(std::errc::invalid_argument, "no tokenizer.chat_template key");
+    return template_source{std::string(**text), token_text(kv, gguf::keys::tokenizer_bos_id),
+                           token_text(kv, gguf::keys::tokenizer_eos_id)};
+}
+
 result<template_source> load_gguf_template_source(const std::filesystem::path& path) {
     auto src = gguf::file_source::open(path);
     if (!src)
@@ -28,13 +38,10 @@ result<template_source> load_gguf_template_source(const std::filesystem::path& p
     auto header = gguf::parse_header(**src);
     if (!header)
         return header.error().with_context(path.string());
-    auto text = header->kv.find_string(gguf::keys::chat_template);
-    if (!text)
-        return text.error().with_context(path.string());
-    if (!*text)
-        return make_error(std::errc::invalid_argument, path.string() + ": no tokenizer.chat_template key");
-    return template_source{std::string(**text), token_text(header->kv, gguf::keys::tokenizer_bos_id),
-                           token_text(header->kv, gguf::keys::tokenizer_eos_id)};
+    auto t = gguf_template_source(header->kv);
+    if (!t)
+        return t.error().with_context(path.string());
+    return t;
 }
 
 } // namespace sluice::chat

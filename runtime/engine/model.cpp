@@ -50,7 +50,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     }
     m->tokenizer_.emplace(std::move(*tok));
     if (kv.contains(gguf::keys::chat_template)) {
-        if (auto t = chat::load_gguf_template_source(m->files_->parts().front().path)) {
+        if (auto t = chat::gguf_template_source(kv)) { // the header is parsed already: no second read
             m->template_ = std::move(*t);
         }
     }

@@ -21,46 +21,6 @@ std::size_t complete_prefix(std::string_view s) {
     return n;
 }
 
-/// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are not one (a stray
-/// continuation byte, a bad lead byte, a missing continuation, an overlong form, a surrogate, > U+10FFFF).
-std::size_t valid_sequence(std::string_view s, std::size_t i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-        return 1;
-    }
-    const std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) {
-        return 0;
-    }
-    for (std::size_t k = 1; k < n; ++k) {
-        if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
-            return 0;
-        }
-    }
-    const auto c1 = static_cast<unsigned char>(s[i + 1]);
-    const bool bad_second =
-        (c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F);
-    return bad_second ? 0 : n;
-}
-
-/// `s` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD, so streamed text is
-/// always valid UTF-8 (JSON encoders and terminals need that; model output may be any bytes).
-std::string valid_utf8(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size();) {
-        const std::size_t n = valid_sequence(s, i);
-        if (n == 0) {
-            out += "\xEF\xBF\xBD";
-            ++i;
-        } else {
-            out.append(s.substr(i, n));
-            i += n;
-        }
-    }
-    return out;
-}
-
 } // namespace
 
 stream_decoder::stream_decoder(const tokenizer& tok, decode_options opts) : tok_(&tok), opts_(opts) {}

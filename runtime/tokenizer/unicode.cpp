@@ -122,6 +122,15 @@ std::uint32_t decode_utf8(std::string_view s, std::size_t pos, std::size_t& len)
     return cp;
 }
 
+std::string valid_utf8(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0, len = 0; i < s.size(); i += len) {
+        append_utf8(out, decode_utf8(s, i, len));
+    }
+    return out;
+}
+
 void append_utf8(std::string& out, std::uint32_t cp) {
     if (cp < 0x80) {
         out += static_cast<char>(cp);

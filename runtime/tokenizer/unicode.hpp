@@ -34,6 +34,10 @@ std::uint32_t decode_utf8(std::string_view s, std::size_t pos, std::size_t& len)
 /// Appends the UTF-8 encoding of `cp` to `out`.
 void append_utf8(std::string& out, std::uint32_t cp);
 
+/// `s` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD (what JSON encoders and
+/// terminals need; model output may be any bytes).
+std::string valid_utf8(std::string_view s);
+
 /// Length of the complete-or-not UTF-8 sequence that starts with `lead` (1 for stray bytes).
 std::size_t utf8_sequence_length(unsigned char lead) noexcept;
 
