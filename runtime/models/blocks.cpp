@@ -175,6 +175,15 @@ void dense_ffn_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     m.sync();
 }
 
+bool decoder_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {
+    attention_block(ctx, il, m);
+    if (ctx.hparams().is_moe()) {
+        return moe_block(ctx, il, m);
+    }
+    dense_ffn_block(ctx, il, m);
+    return true;
+}
+
 void default_expert_weights_norm(const gguf::metadata& kv, model_hparams& hp, bool fallback) {
     if (!kv.contains(hp.arch + ".expert_weights_norm")) {
         hp.expert_weights_norm = fallback;

@@ -37,6 +37,10 @@ void dense_ffn_block(layer_context& ctx, std::uint32_t layer, const team_member&
 /// chosen experts at once: the runner then awaits them and resumes the layer, which skips what it did.
 [[nodiscard]] bool moe_block(layer_context& ctx, std::uint32_t layer, const team_member& m);
 
+/// A pre-norm decoder layer: attention, then the MoE block when the model has experts, else the dense FFN.
+/// The forward hook of every architecture built from the standard blocks.
+[[nodiscard]] bool decoder_layer(layer_context& ctx, std::uint32_t layer, const team_member& m);
+
 /// Sets `hp.expert_weights_norm` to `fallback` unless the file says otherwise (`<arch>.expert_weights_norm`).
 void default_expert_weights_norm(const gguf::metadata& kv, model_hparams& hp, bool fallback);
 

@@ -2,7 +2,6 @@
 // interleaved: the converter permutes Q/K rows as llama.cpp's does.
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/blocks.hpp"
-#include "runtime/models/forward.hpp"
 
 namespace sluice::models {
 
@@ -15,33 +14,10 @@ result<void> configure(const gguf::metadata& kv, model_hparams& hp) {
     return {};
 }
 
-std::vector<tensor_spec> tensors(const model_hparams& hp) {
-    std::vector<tensor_spec> out;
-    add_global_tensors(hp, out);
-    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
-        add_attention_tensors(hp, il, out);
-        if (hp.is_moe()) {
-            add_moe_tensors(hp, il, out);
-        } else {
-            add_dense_ffn_tensors(hp, il, out);
-        }
-    }
-    return out;
-}
-
-bool forward_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {
-    attention_block(ctx, il, m);
-    if (ctx.hparams().is_moe()) {
-        return moe_block(ctx, il, m);
-    }
-    dense_ffn_block(ctx, il, m);
-    return true;
-}
-
 } // namespace
 
 const architecture& llama_architecture() {
-    static const architecture entry{"llama", &configure, &tensors, &forward_layer};
+    static const architecture entry{"llama", &configure, &decoder_tensors, &decoder_layer};
     return entry;
 }
 

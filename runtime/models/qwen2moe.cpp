@@ -1,7 +1,6 @@
 // Architecture `qwen2moe`: Qwen1.5-MoE / Qwen2-MoE (routed experts plus a sigmoid-gated shared expert, q/k/v biases).
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/blocks.hpp"
-#include "runtime/models/forward.hpp"
 
 namespace sluice::models {
 
@@ -19,26 +18,10 @@ result<void> configure(const gguf::metadata& kv, model_hparams& hp) {
     return require_experts(hp);
 }
 
-std::vector<tensor_spec> tensors(const model_hparams& hp) {
-    std::vector<tensor_spec> out;
-    add_global_tensors(hp, out);
-    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
-        add_attention_tensors(hp, il, out);
-        add_moe_tensors(hp, il, out);
-        add_shared_expert_tensors(hp, il, out);
-    }
-    return out;
-}
-
-bool forward_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {
-    attention_block(ctx, il, m);
-    return moe_block(ctx, il, m);
-}
-
 } // namespace
 
 const architecture& qwen2moe_architecture() {
-    static const architecture entry{"qwen2moe", &configure, &tensors, &forward_layer};
+    static const architecture entry{"qwen2moe", &configure, &decoder_tensors, &decoder_layer};
     return entry;
 }
 

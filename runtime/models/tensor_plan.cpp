@@ -64,4 +64,21 @@ void add_shared_expert_tensors(const model_hparams& hp, std::uint32_t il, std::v
     out.push_back({layer_tensor_name(il, "ffn_down_shexp"), {hp.n_ff_shexp, hp.n_embd}, tensor_role::matrix});
 }
 
+std::vector<tensor_spec> decoder_tensors(const model_hparams& hp) {
+    std::vector<tensor_spec> out;
+    add_global_tensors(hp, out);
+    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+        add_attention_tensors(hp, il, out);
+        if (!hp.is_moe()) {
+            add_dense_ffn_tensors(hp, il, out);
+            continue;
+        }
+        add_moe_tensors(hp, il, out);
+        if (hp.shared_expert) {
+            add_shared_expert_tensors(hp, il, out);
+        }
+    }
+    return out;
+}
+
 } // namespace sluice::models

@@ -37,4 +37,9 @@ void add_dense_ffn_tensors(const model_hparams& hp, std::uint32_t layer, std::ve
 void add_moe_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
 void add_shared_expert_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
 
+/// The table of a pre-norm decoder as `hp` describes it: globals, then per layer attention and either a
+/// dense FFN or routed experts (plus the shared expert when `hp.shared_expert`). The tensors hook of every
+/// architecture built from the standard blocks.
+std::vector<tensor_spec> decoder_tensors(const model_hparams& hp);
+
 } // namespace sluice::models
