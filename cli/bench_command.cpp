@@ -199,7 +199,7 @@ json::object results_json(const model& m, const std::vector<bench_result>& resul
                           json::object{{"mean", r.mean()}, {"stddev", r.stddev()}, {"min", r.min()}, {"max", r.max()}}},
                          {"samples", json::array(r.samples.begin(), r.samples.end())}});
     }
-    return json::object{{"model", model_json(m)}, {"results", std::move(rows)}};
+    return json::object{{"model", model_json(m)}, {"memory", to_json(m.plan())}, {"results", std::move(rows)}};
 }
 
 void print_table(const model& m, const std::vector<bench_result>& results, std::uint32_t reps) {
@@ -212,8 +212,13 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
         std::printf("arch     %s, %u layers (dense), n_embd %u, vocab %u\n", hp.arch.c_str(), hp.n_layer, hp.n_embd,
                     hp.n_vocab);
     }
-    std::printf("weights  %.2f MiB resident\nthreads  %zu\n\n", static_cast<double>(m.resident_bytes()) / 1048576.0,
-                m.options().n_threads);
+    std::printf("weights  %.2f MiB resident\n", static_cast<double>(m.resident_bytes()) / 1048576.0);
+    if (const auto& plan = m.plan(); plan.streams()) {
+        std::printf("memory   experts streamed: %llu cache slots of %.2f MiB (%.2f MiB)\n",
+                    static_cast<unsigned long long>(plan.cache_slots),
+                    static_cast<double>(plan.slot_bytes) / 1048576.0, static_cast<double>(plan.cache_bytes) / 1048576.0);
+    }
+    std::printf("threads  %zu\n\n", m.options().n_threads);
     std::printf("%-10s %26s %12s %12s %6s\n", "test", "tokens/s (mean ± stddev)", "min", "max", "reps");
     for (const auto& r : results) {
         char mean_sd[64];
@@ -222,8 +227,8 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
     }
 }
 
-asio::awaitable<int> run_benchmark(bench_options opts) {
-    auto loaded = co_await model::load(opts.model, {.n_threads = opts.threads});
+asio::awaitable<int> run_benchmark(bench_options opts, model_options model_opts) {
+    auto loaded = co_await model::load(opts.model, model_opts);
     if (!loaded) {
         std::cerr << "sluice bench: " << loaded.error().message << "\n";
         co_return 1;
@@ -255,9 +260,19 @@ int run_bench(const bench_options& opts) {
             return 1;
         }
     }
+    auto memory = check_memory_flags(opts.memory);
+    if (!memory) {
+        std::cerr << "sluice bench: " << memory.error().message << "\n";
+        return 1;
+    }
+    model_options model_opts;
+    model_opts.n_threads = opts.threads;
+    model_opts.memory_budget = memory->budget;
+    model_opts.disk_bandwidth = memory->disk_bandwidth;
+    model_opts.prefetch = memory->prefetch;
     asio::io_context ioc;
     int status = 1;
-    asio::co_spawn(ioc, run_benchmark(opts), [&](std::exception_ptr e, int rc) {
+    asio::co_spawn(ioc, run_benchmark(opts, model_opts), [&](std::exception_ptr e, int rc) {
         if (e) {
             try {
                 std::rethrow_exception(e);
@@ -283,6 +298,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str();
     cmd->add_option("--threads", o->threads, "Compute threads (0: one per hardware thread)")->capture_default_str();
     cmd->add_flag("--json", o->json, "Print the results as JSON");
+    add_memory_flags(*cmd, o->memory);
     cmd->callback([o] {
         if (const int rc = run_bench(*o); rc != 0) {
             throw CLI::RuntimeError(rc);

@@ -1,6 +1,8 @@
 // `sluice bench`: prefill and decode throughput of a model, over repetitions, as a table or JSON.
 #pragma once
 
+#include "cli/memory_flags.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -16,6 +18,7 @@ struct bench_options {
     std::uint32_t repetitions = 3;
     std::size_t threads = 0; ///< 0: one per hardware thread
     bool json = false;
+    memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
 };
 
 /// Runs the benchmark and returns the process exit status (0, or 1 with a message on stderr).

@@ -1,16 +1,26 @@
-// `sluice inspect FILE [--json]`: what a GGUF model is and how its bytes split into dense and expert parts.
+// `sluice inspect FILE [--json]`: what a GGUF model is and how its bytes split into dense and expert parts;
+// `sluice inspect FILE --plan [--memory-budget SIZE] [--probe] ...`: how it would be held in memory (JSON).
 #include "cli/inspect_command.hpp"
 
+#include "io/reader.hpp"
+#include "runtime/engine/memory_plan.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/summary.hpp"
+#include "runtime/models/architecture.hpp"
+#include "runtime/models/expert_layout.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 
 namespace sluice::cli {
 namespace {
@@ -254,6 +264,90 @@ void print_text_totals(std::ostream& out, const gguf::tensor_totals& totals, con
     }
 }
 
+/// Measures the disk's random-read bandwidth on `files` with a reader of its own io_context.
+result<double> probe_bandwidth(const gguf::model_files& files, const models::expert_layout& layout) {
+    boost::asio::io_context ioc;
+    auto reader = io::make_reader(ioc.get_executor());
+    if (!reader) {
+        return reader.error();
+    }
+    std::optional<result<double>> out;
+    boost::asio::co_spawn(ioc, probe_disk_bandwidth(**reader, files, layout),
+                          [&](std::exception_ptr e, result<double> r) {
+                              if (e) {
+                                  std::rethrow_exception(e);
+                              }
+                              out = std::move(r);
+                          });
+    ioc.run();
+    return std::move(*out);
+}
+
+/// The plan's inputs as `run` and `serve` would pick them (the context defaults as model::load does).
+plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hparams& hp, const memory_settings& mem) {
+    plan_inputs in;
+    in.budget = mem.budget;
+    in.n_ctx = opts.ctx != 0 ? opts.ctx : std::min<std::uint32_t>(hp.n_ctx_train, 4096);
+    in.n_seq = opts.parallel;
+    in.n_threads = opts.threads != 0 ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
+    in.disk_bandwidth = mem.disk_bandwidth;
+    return in;
+}
+
+/// `inspect --plan`: prints the memory plan of `files` as one JSON object; returns the exit status.
+int run_plan(const inspect_options& opts, const gguf::model_files& files) {
+    auto mem = check_memory_flags(opts.memory);
+    if (!mem) {
+        std::cerr << "sluice inspect: " << mem.error().message << "\n";
+        return 1;
+    }
+    if (opts.parallel == 0) {
+        std::cerr << "sluice inspect: --parallel must be at least 1\n";
+        return 1;
+    }
+    const models::architecture* arch = nullptr;
+    auto hp = models::load_hparams(files.kv(), arch);
+    if (!hp) {
+        std::cerr << "sluice inspect: " << opts.path << ": " << hp.error().message << "\n";
+        return 1;
+    }
+    if (hp->n_vocab == 0) {
+        if (const auto* emb = files.find_tensor("token_embd.weight")) {
+            hp->n_vocab = static_cast<std::uint32_t>(emb->ne[1]);
+        }
+    }
+    auto layout = models::make_expert_layout(files, *hp);
+    if (!layout) {
+        std::cerr << "sluice inspect: " << opts.path << ": " << layout.error().message << "\n";
+        return 1;
+    }
+    auto in = plan_inputs_for(opts, *hp, *mem);
+    std::string source = in.disk_bandwidth > 0 ? "flag" : "none";
+    if (opts.probe && in.disk_bandwidth == 0) {
+        auto bw = probe_bandwidth(files, *layout);
+        if (!bw) {
+            std::cerr << "sluice inspect: " << opts.path << ": " << bw.error().message << "\n";
+            return 1;
+        }
+        in.disk_bandwidth = *bw;
+        source = "probe";
+    }
+    auto plan = plan_memory(files, *hp, *layout, in);
+    if (!plan) {
+        std::cerr << "sluice inspect: " << opts.path << ": " << plan.error().message << "\n";
+        return 1;
+    }
+    auto o = to_json(*plan);
+    o["n_ctx"] = in.n_ctx;
+    o["n_seq"] = in.n_seq;
+    o["disk_bandwidth_source"] = source;
+    if (plan->streams() && source == "none") {
+        o["note"] = "no tokens/s bound: give --disk-bandwidth GBPS or --probe to measure the disk";
+    }
+    std::cout << json::serialize(o) << "\n";
+    return 0;
+}
+
 } // namespace
 
 int run_inspect(const inspect_options& opts) {
@@ -261,6 +355,9 @@ int run_inspect(const inspect_options& opts) {
     if (!model) {
         std::cerr << "sluice inspect: " << model.error().message << "\n";
         return 1;
+    }
+    if (opts.plan) {
+        return run_plan(opts, *model);
     }
     auto tok = gguf::summarize_tokenizer(model->kv());
     if (!tok) {
@@ -284,6 +381,17 @@ void add_inspect_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
     cmd->add_option("file", opts->path, "GGUF file (any part of a split model)")->required();
     cmd->add_flag("--json", opts->json, "Print the report as JSON");
+    auto* plan = cmd->add_flag("--plan", opts->plan,
+                               "Print the memory plan as JSON: what stays resident, the expert cache, disk reads per "
+                               "token and the speed bound");
+    add_memory_flags(*cmd, opts->memory, false);
+    cmd->add_option("--ctx", opts->ctx, "--plan: context per sequence (0: the model's default)")->needs(plan);
+    cmd->add_option("--parallel", opts->parallel, "--plan: sequences generating at once (KV caches)")
+        ->capture_default_str()
+        ->needs(plan);
+    cmd->add_option("--threads", opts->threads, "--plan: compute threads (0: one per hardware thread)")->needs(plan);
+    cmd->add_flag("--probe", opts->probe, "--plan: measure the disk's random-read bandwidth (about 0.3 s)")
+        ->needs(plan);
     cmd->callback([opts] {
         if (const int rc = run_inspect(*opts); rc != 0) {
             throw CLI::RuntimeError(rc);

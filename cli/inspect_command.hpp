@@ -1,7 +1,12 @@
-// `sluice inspect`: prints a GGUF model's metadata, tokenizer summary, tensor table and dense/expert totals.
+// `sluice inspect`: prints a GGUF model's metadata, tokenizer summary, tensor table and dense/expert totals, or
+// (with --plan) the memory plan for a budget.
 #pragma once
 
+#include "cli/memory_flags.hpp"
+
 #include <CLI/CLI.hpp>
+
+#include <cstdint>
 
 #include <string>
 
@@ -10,6 +15,12 @@ namespace sluice::cli {
 struct inspect_options {
     std::string path;
     bool json = false;
+    bool plan = false;         ///< print the memory plan (JSON) instead of the report
+    memory_flags memory;       ///< --memory-budget, --disk-bandwidth
+    std::uint32_t ctx = 0;     ///< context per sequence; 0: the model's default (as `run` picks it)
+    std::uint32_t parallel = 1; ///< sequences with a KV cache each
+    std::size_t threads = 0;   ///< compute threads; 0: one per hardware thread
+    bool probe = false;        ///< measure the disk's random-read bandwidth for the speed bound
 };
 
 /// Runs the inspection and returns the process exit status (0, or 1 with a message on stderr).

@@ -159,11 +159,11 @@ asio::awaitable<result<void>> consume(token_stream& stream, bool print, run_repo
 }
 
 /// Loads, generates and prints; returns the exit status. Cancellation (Ctrl-C) ends the generation early.
-asio::awaitable<int> run_generation(run_options opts, std::uint64_t seed) {
+asio::awaitable<int> run_generation(run_options opts, model_options model_opts, std::uint64_t seed) {
     // A cancellation (Ctrl-C) ends the stream with finish_reason::cancelled instead of throwing from co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
     auto req = make_request(opts, seed);
-    auto loaded = co_await model::load(opts.model, {.n_ctx = opts.ctx, .n_threads = opts.threads}, progress_bar());
+    auto loaded = co_await model::load(opts.model, model_opts, progress_bar());
     if (!loaded) {
         std::cerr << "sluice run: " << loaded.error().message << "\n";
         co_return 1;
@@ -214,6 +214,18 @@ int run_run(const run_options& opts) {
         return 1;
     }
 
+    auto memory = check_memory_flags(opts.memory);
+    if (!memory) {
+        std::cerr << "sluice run: " << memory.error().message << "\n";
+        return 1;
+    }
+    model_options model_opts;
+    model_opts.n_ctx = opts.ctx;
+    model_opts.n_threads = opts.threads;
+    model_opts.memory_budget = memory->budget;
+    model_opts.disk_bandwidth = memory->disk_bandwidth;
+    model_opts.prefetch = memory->prefetch;
+
     asio::io_context ioc;
     asio::cancellation_signal cancel;
     asio::signal_set interrupts(ioc, SIGINT, SIGTERM);
@@ -223,7 +235,7 @@ int run_run(const run_options& opts) {
         }
     });
     int status = 1;
-    asio::co_spawn(ioc, run_generation(opts, seed),
+    asio::co_spawn(ioc, run_generation(opts, model_opts, seed),
                    asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, int rc) {
                        interrupts.cancel();
                        if (e) {
@@ -259,6 +271,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--stop", o->stop, "Stop string (repeatable; never part of the output)");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
     cmd->add_flag("--json", o->json, "Print one JSON object (tokens, text, timings) instead of streaming text");
+    add_memory_flags(*cmd, o->memory);
     cmd->callback([o] {
         if (const int rc = run_run(*o); rc != 0) {
             throw CLI::RuntimeError(rc);

@@ -1,6 +1,8 @@
 // `sluice run`: loads a model and generates from one prompt, streaming the text to stdout.
 #pragma once
 
+#include "cli/memory_flags.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -26,6 +28,7 @@ struct run_options {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool json = false;
+    memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
 };
 
 /// Runs the generation and returns the process exit status (0, or 1 with a message on stderr).

@@ -2,6 +2,8 @@
 // sluice::server::run_server until SIGINT or SIGTERM.
 #include "cli/serve_command.hpp"
 
+#include "cli/memory_flags.hpp"
+
 #include "server/server.hpp"
 #include "server/server_options.hpp"
 
@@ -16,6 +18,7 @@ struct serve_args {
     server::server_options options;
     std::string max_body = "1MiB";
     std::string timeout = "30s";
+    memory_flags memory;
 };
 
 int run_serve(serve_args& args) {
@@ -33,6 +36,14 @@ int run_serve(serve_args& args) {
         std::cerr << "sluice serve: --timeout and --parallel must be positive\n";
         return 1;
     }
+    auto memory = check_memory_flags(args.memory);
+    if (!memory) {
+        std::cerr << "sluice serve: " << memory.error().message << "\n";
+        return 1;
+    }
+    args.options.memory_budget = memory->budget;
+    args.options.disk_bandwidth = memory->disk_bandwidth;
+    args.options.prefetch = memory->prefetch;
     args.options.max_body = *body;
     args.options.timeout = *timeout;
     return server::run_server(args.options);
@@ -55,6 +66,7 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--max-body", a->max_body, "Largest request body (B, KB, MB, KiB, MiB, ...)")
         ->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Limit of every read and write (ms, s, m, h)")->capture_default_str();
+    add_memory_flags(*cmd, a->memory);
     cmd->callback([a] {
         if (const int rc = run_serve(*a); rc != 0) {
             throw CLI::RuntimeError(rc);

@@ -1,8 +1,11 @@
 // Allocation and ownership transfer for io::dma_buffer.
 #include "io/dma_buffer.hpp"
 
+#include <cstdint>
 #include <new>
 #include <utility>
+
+#include <sys/mman.h>
 
 namespace sluice::io {
 
@@ -26,6 +29,15 @@ dma_buffer& dma_buffer::operator=(dma_buffer&& other) noexcept {
         size_ = std::exchange(other.size_, 0);
     }
     return *this;
+}
+
+void dma_buffer::advise_huge_pages() noexcept {
+    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data_) + huge - 1) & ~(huge - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data_) + size_) & ~(huge - 1);
+    if (data_ != nullptr && end > begin) {
+        ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    }
 }
 
 void dma_buffer::release() noexcept {

@@ -34,6 +34,10 @@ public:
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
     [[nodiscard]] std::span<std::byte> span() noexcept { return {data_, size_}; }
     [[nodiscard]] std::span<const std::byte> span() const noexcept { return {data_, size_}; }
+    /// Asks the kernel for transparent huge pages on the whole 2 MiB pages inside the buffer (a hint: failure
+    /// is harmless). O_DIRECT into fresh memory faults every page in, and 4 KiB faults can cost more than the
+    /// disk.
+    void advise_huge_pages() noexcept;
 
 private:
     void release() noexcept;

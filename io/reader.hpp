@@ -98,9 +98,21 @@ public:
                     slot.template emplace<op_canceller>(this, op);
                 }
                 start(*op);
-                flush();
+                if (held_ == 0) {
+                    flush();
+                }
             },
             token);
+    }
+
+    /// Holds back the kernel submission of reads started with `async_read_at` until the matching
+    /// `release_submissions` (calls nest), so reads started one by one reach the kernel in one submission.
+    void hold_submissions() noexcept { ++held_; }
+    /// Ends a `hold_submissions`; the outermost one submits everything started meanwhile.
+    void release_submissions() {
+        if (held_ > 0 && --held_ == 0) {
+            flush();
+        }
     }
 
     /// Completion-token form of `read_batch`; signature void(std::vector<result<void>>). `requests` is copied
@@ -157,6 +169,7 @@ private:
     void finish(detail::read_op& op, result<void> outcome);
 
     executor_type executor_;
+    unsigned held_ = 0; ///< nested hold_submissions calls
     std::atomic<std::uint64_t> reads_{0};
     std::atomic<std::uint64_t> bytes_{0};
     std::atomic<std::uint64_t> failures_{0};

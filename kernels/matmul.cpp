@@ -99,8 +99,10 @@ void matmul(quant_type type, const void* w, std::size_t rows, std::size_t cols, 
 
 void matmul_experts(quant_type type, const void* const* expert_weights, std::size_t w_row_bytes, std::size_t row_begin,
                     std::size_t row_end, std::size_t cols, const void* act, const std::int32_t* sel_expert,
-                    const std::int32_t* sel_token, std::size_t n_sel, float* y, std::size_t y_stride, isa_level isa) {
+                    const std::int32_t* sel_token, std::size_t n_sel, float* y, std::size_t y_stride,
+                    const std::int32_t* sel_out, isa_level isa) {
     const format_kernels& k = kernels_for(type, isa);
+    auto out_row = [sel_out](std::size_t s) { return sel_out ? static_cast<std::size_t>(sel_out[s]) : s; };
     const auto* ab = static_cast<const std::uint8_t*>(act);
     const std::size_t act_stride = prepared_row_bytes(type, cols);
     // Group selections by expert so each expert's weight tile is read once for all its tokens. Scratch is
@@ -135,7 +137,7 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
                     float out[4];
                     k.dot4(cols, wb + r * w_row_bytes, gathered.data() + i * act_stride, act_stride, out);
                     for (std::size_t j = 0; j < 4; ++j) {
-                        y[order[g0 + i + j] * y_stride + r] = out[j];
+                        y[out_row(order[g0 + i + j]) * y_stride + r] = out[j];
                     }
                 }
             }
@@ -143,7 +145,7 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
                 const std::size_t s = order[i];
                 const std::uint8_t* a = ab + static_cast<std::size_t>(sel_token[s]) * act_stride;
                 for (std::size_t r = r0; r < r1; ++r) {
-                    y[s * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, a);
+                    y[out_row(s) * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, a);
                 }
             }
         }

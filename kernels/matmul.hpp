@@ -31,12 +31,14 @@ void matmul(quant_type type, const void* w, std::size_t rows, std::size_t cols, 
             float* y, isa_level isa = active_isa());
 
 /// Rows of selected experts (MoE). For each selection s in [0, n_sel):
-///   y[s*y_stride + r] = dot(row r of expert_weights[sel_expert[s]], prepared activation row sel_token[s])
-/// for r in [row_begin, row_end). Experts may live in different buffers; selections routed to the same expert
-/// share each weight load. Only the experts named in sel_expert are read.
+///   y[o*y_stride + r] = dot(row r of expert_weights[sel_expert[s]], prepared activation row sel_token[s])
+/// for r in [row_begin, row_end), with output row o = sel_out[s] (o = s when sel_out is null). Experts may live
+/// in different buffers; selections routed to the same expert share each weight load (in groups taken in
+/// selection order, so an expert's results do not depend on which other experts share the call). Only the
+/// experts named in sel_expert are read.
 void matmul_experts(quant_type type, const void* const* expert_weights, std::size_t w_row_bytes,
                     std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
                     const std::int32_t* sel_expert, const std::int32_t* sel_token, std::size_t n_sel, float* y,
-                    std::size_t y_stride, isa_level isa = active_isa());
+                    std::size_t y_stride, const std::int32_t* sel_out = nullptr, isa_level isa = active_isa());
 
 } // namespace sluice::kernels

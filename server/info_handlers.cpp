@@ -1,6 +1,7 @@
 // Health, model list and tokenizer endpoints.
 #include "server/info_handlers.hpp"
 
+#include "runtime/engine/memory_plan.hpp"
 #include "runtime/tokenizer/unicode.hpp"
 #include "server/api_error.hpp"
 #include "server/openai_request.hpp"
@@ -37,7 +38,8 @@ http_response handle_health(const http_request& req, const server_state& st) {
                                 {"n_ctx", st.slots.any_session().context_size()},
                                 {"slots_total", st.slots.parallel()},
                                 {"slots_busy", st.slots.busy()},
-                                {"queued", st.slots.queued()}},
+                                {"queued", st.slots.queued()},
+                                {"memory", sluice::to_json(st.loaded->plan())}},
                    req);
 }
 

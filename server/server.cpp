@@ -58,7 +58,14 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& st, con
 
 asio::awaitable<bool> load_model(server_state& st) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto loaded = co_await model::load(st.options.model, {.n_ctx = st.options.ctx, .n_threads = st.options.threads});
+    model_options opts;
+    opts.n_ctx = st.options.ctx;
+    opts.n_threads = st.options.threads;
+    opts.n_seq = static_cast<std::uint32_t>(st.options.parallel); // one KV cache per parallel slot
+    opts.memory_budget = st.options.memory_budget;
+    opts.disk_bandwidth = st.options.disk_bandwidth;
+    opts.prefetch = st.options.prefetch;
+    auto loaded = co_await model::load(st.options.model, opts);
     if (!loaded) {
         std::fprintf(stderr, "sluice serve: %s\n", loaded.error().message.c_str());
         co_return false;

@@ -24,6 +24,9 @@ struct server_options {
     std::size_t max_body = 1024 * 1024;        ///< largest request body in bytes (413 beyond)
     std::size_t max_header = 16 * 1024;        ///< largest request header block in bytes (431 beyond)
     std::chrono::milliseconds timeout{30'000}; ///< limit of every read and every write
+    std::uint64_t memory_budget = 0;           ///< bytes for the model (model_options::memory_budget); 0: default
+    double disk_bandwidth = 0;                 ///< bytes/s for the memory plan's bound; 0: probe when streaming
+    bool prefetch = true;                      ///< streaming: read the next layer's experts ahead
 };
 
 /// Parses a byte size: a non-negative integer with an optional unit B, KB, MB, GB (powers of 1000) or

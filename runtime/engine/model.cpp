@@ -1,6 +1,7 @@
 // Loading a model: headers, architecture and hyperparameters, tokenizer, chat template, then the weights.
 #include "runtime/engine/model.hpp"
 
+#include "runtime/models/expert_cache.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 
 #include <boost/asio/this_coro.hpp>
@@ -11,6 +12,15 @@
 namespace sluice {
 
 model::~model() = default;
+
+models::expert_cache_counters model::expert_counters() const {
+    if (cache_ == nullptr) {
+        models::expert_cache_counters none;
+        none.layers.resize(hp_.n_layer);
+        return none;
+    }
+    return cache_->counters();
+}
 
 boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesystem::path path, model_options options,
                                                                    load_progress progress) {
@@ -65,14 +75,60 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     if (!reader) {
         co_return reader.error();
     }
+    // The memory plan: everything resident, or the routed experts streamed through a cache of what is left.
+    if (auto checked = models::check_tensors(*m->files_, *m->arch_, m->hp_); !checked) {
+        co_return checked.error().with_context(path.string());
+    }
+    auto layout = models::make_expert_layout(*m->files_, m->hp_);
+    if (!layout) {
+        co_return layout.error().with_context(path.string());
+    }
+    plan_inputs in;
+    in.budget = options.memory_budget;
+    in.n_ctx = options.n_ctx;
+    in.n_seq = std::max(1u, options.n_seq);
+    in.n_batch = options.n_batch;
+    in.n_threads = options.n_threads;
+    in.kv_type = options.kv_type;
+    in.disk_bandwidth = options.disk_bandwidth;
+    auto plan = plan_memory(*m->files_, m->hp_, *layout, in);
+    if (!plan) {
+        co_return plan.error().with_context(path.string());
+    }
+    m->plan_ = std::move(*plan);
+    if (m->plan_.streams() && options.disk_bandwidth <= 0) {
+        // The speed bound needs the disk's random-read bandwidth: a short probe on the model file itself.
+        auto measured = co_await probe_disk_bandwidth(**reader, *m->files_, *layout);
+        if (measured) {
+            auto again = in;
+            again.disk_bandwidth = *measured;
+            if (auto replanned = plan_memory(*m->files_, m->hp_, *layout, again)) {
+                m->plan_ = std::move(*replanned);
+            }
+        }
+    }
     // The reader belongs to the loading executor, which may be gone when the model is used: keep it local.
-    auto weights = co_await models::model_weights::load(**reader, *m->files_, *m->arch_, m->hp_, progress);
+    auto weights = co_await models::model_weights::load(**reader, *m->files_, *m->arch_, m->hp_, progress,
+                                                        m->plan_.streams());
     if (!weights) {
         co_return weights.error().with_context(path.string());
     }
     m->weights_ = std::move(*weights);
     m->pool_ = std::make_unique<runtime::compute_pool>(options.n_threads);
-    m->experts_ = std::make_unique<models::resident_experts>(m->weights_);
+    if (m->plan_.streams()) {
+        models::expert_cache_options cache_options;
+        cache_options.slots = m->plan_.cache_slots;
+        cache_options.prefetch = options.prefetch;
+        cache_options.io = options.io;
+        auto cache = models::expert_cache::create(*m->files_, std::move(*layout), cache_options);
+        if (!cache) {
+            co_return cache.error().with_context(path.string());
+        }
+        m->cache_ = cache->get();
+        m->experts_ = std::move(*cache);
+    } else {
+        m->experts_ = std::make_unique<models::resident_experts>(m->weights_);
+    }
     co_return m;
 }
 

@@ -6,8 +6,10 @@
 #include "io/reader.hpp"
 #include "runtime/chat/chat_template.hpp"
 #include "runtime/compute/compute_pool.hpp"
+#include "runtime/engine/memory_plan.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/architecture.hpp"
+#include "runtime/models/expert_cache.hpp"
 #include "runtime/models/expert_source.hpp"
 #include "runtime/models/weights.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -29,6 +31,12 @@ struct model_options {
     std::uint32_t n_batch = 256; ///< most tokens per forward step during prefill
     kernels::quant_type kv_type = kernels::quant_type::f16; ///< KV cache elements: f16, or f32 (exact)
     io::reader_options io;                                  ///< disk reader settings
+    /// Bytes the model may hold in memory (weights, KV caches, buffers); 0 = default_memory_budget(). When the
+    /// whole model does not fit, routed experts stream from disk through an expert cache (see memory_plan).
+    std::uint64_t memory_budget = 0;
+    std::uint32_t n_seq = 1;   ///< sequences generating at once (KV caches the plan reserves)
+    double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
+    bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.
@@ -57,6 +65,10 @@ public:
     [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
     /// Bytes of weights held in memory.
     [[nodiscard]] std::uint64_t resident_bytes() const noexcept { return weights_.resident_bytes(); }
+    /// How the model is held in memory: resident, or with routed experts streamed through a cache.
+    [[nodiscard]] const memory_plan& plan() const noexcept { return plan_; }
+    /// The expert cache's counters; all zero (no slots) when the model is fully resident.
+    [[nodiscard]] models::expert_cache_counters expert_counters() const;
 
     // For sessions and the forward pass.
     [[nodiscard]] runtime::compute_pool& pool() noexcept { return *pool_; }
@@ -72,10 +84,12 @@ private:
     const models::architecture* arch_ = nullptr;
     models::model_hparams hp_;
     models::model_weights weights_;
+    memory_plan plan_;
     std::optional<tokenizer::tokenizer> tokenizer_;
     std::optional<chat::template_source> template_;
     std::unique_ptr<runtime::compute_pool> pool_;
     std::unique_ptr<models::expert_source> experts_;
+    const models::expert_cache* cache_ = nullptr; ///< experts_ when it is a cache
 };
 
 } // namespace sluice

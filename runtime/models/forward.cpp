@@ -6,6 +6,8 @@
 #include "runtime/models/blocks.hpp"
 #include "runtime/models/blocks_util.hpp"
 
+#include <boost/asio/this_coro.hpp>
+
 #include <algorithm>
 
 namespace sluice::models {
@@ -30,6 +32,16 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         ids.resize(b * top_k);
         sel_token.resize(b * top_k);
         sel_row.resize(b * top_k);
+        chunk_expert.resize(b * top_k);
+        chunk_token.resize(b * top_k);
+        chunk_row.resize(b * top_k);
+        expert_states.reserve(hp.n_expert);
+        unique_index.assign(hp.n_expert, -1);
+        pred_xn.resize(b * hp.n_embd);
+        pred_router.resize(b * hp.n_expert);
+        pred_ids.resize(b * top_k);
+        pred_weights.resize(b * top_k);
+        pred_unique.reserve(hp.n_expert);
     }
     if (hp.shared_expert) {
         sh_gate.resize(b * hp.n_ff_shexp);
@@ -65,6 +77,9 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
         std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff}, std::size_t{hp.n_ff_exp}});
     act[4].resize(widest(hidden) * b * top_k);
     act[5].resize(widest(std::max<std::size_t>(hp.n_ff_shexp, 1)) * b);
+    if (hp.is_moe()) {
+        act[6].resize(widest(hp.n_embd) * b); // the next layer's router input, for expert prediction
+    }
     unique_ids.reserve(b * top_k);
     experts.gate.assign(hp.n_expert, nullptr);
     experts.up.assign(hp.n_expert, nullptr);
@@ -96,6 +111,12 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
                                  " tokens exceed the context of " + std::to_string(cache.capacity()));
     }
     logits.resize((mode == logits_mode::all ? tokens.size() : 1) * std::size_t{hp.n_vocab});
+    experts_->attach(co_await boost::asio::this_coro::executor);
+    // Detaches on every way out, error or not.
+    struct detach_guard {
+        expert_source* source;
+        ~detach_guard() { source->detach(); }
+    } guard{experts_};
     for (std::size_t done = 0; done < tokens.size();) {
         const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(scratch_.max_batch, tokens.size() - done));
         logits_request req;
@@ -147,14 +168,17 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
         if (stopped_at == layer_context::no_layer) {
             break;
         }
-        if (auto r = co_await experts_->acquire(stopped_at, scratch_.unique_ids, scratch_.experts); !r) {
-            co_return r.error().with_context("layer " + std::to_string(stopped_at) + " experts");
+        auto acquired = co_await experts_->acquire(stopped_at, scratch_.unique_ids, scratch_.expert_states,
+                                                   scratch_.experts);
+        if (!acquired) {
+            co_return acquired.error().with_context("layer " + std::to_string(stopped_at) + " experts");
         }
         first_layer = stopped_at;
         ctx.resume_layer = stopped_at;
         ctx.experts_pending = false;
     }
     cache.advance(static_cast<std::uint32_t>(n_tok));
+    experts_->count_tokens(n_tok);
     co_return result<void>{};
 }
 

@@ -38,7 +38,17 @@ struct forward_scratch {
     std::vector<std::int32_t> sel_row;         ///< selection -> its own row (identity), for the down projection
     std::vector<float> shexp_gate;             ///< shared-expert gate per token
     std::array<std::vector<std::byte>, 8> act; ///< prepared activation rows, one slot per (input, weight type)
-    std::vector<std::int32_t> unique_ids;      ///< distinct experts chosen in the current MoE layer
+    std::vector<std::int32_t> unique_ids;      ///< distinct experts chosen in the current MoE layer (sorted)
+    std::vector<expert_state> expert_states;   ///< where each of unique_ids stands
+    std::vector<std::int32_t> unique_index;    ///< expert id -> its index in unique_ids
+    std::vector<std::int32_t> chunk_expert;    ///< selections computed in the current chunk: expert,
+    std::vector<std::int32_t> chunk_token;     ///< token,
+    std::vector<std::int32_t> chunk_row;       ///< and row (the selection's index)
+    std::vector<float> pred_xn;                ///< next-layer prediction: normalised input [batch][n_embd]
+    std::vector<float> pred_router;            ///< its router logits [batch][n_expert]
+    std::vector<std::int32_t> pred_ids;        ///< its chosen experts [batch][k]
+    std::vector<float> pred_weights;           ///< (unused weights of the choice) [batch][k]
+    std::vector<std::int32_t> pred_unique;     ///< the distinct predicted experts
     expert_handles experts;
 
     /// Sizes the prepared-activation slots for every weight type `w` uses, so compute threads never allocate.
@@ -67,6 +77,8 @@ public:
     std::uint32_t resume_layer = no_layer;
     /// Set by member 0 when the expert source could not serve the chosen experts at once.
     bool experts_pending = false;
+    /// Selections in the MoE chunk being computed (set by member 0).
+    std::uint32_t chunk_size = 0;
 
 private:
     const model_hparams* hp_;

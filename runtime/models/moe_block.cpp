@@ -1,5 +1,7 @@
-// The mixture-of-experts block: route, look the chosen experts up in the expert source (synchronously when it
-// can; otherwise the runner awaits them and resumes here), run them and combine.
+// The mixture-of-experts block: route, pin the chosen experts the expert source can serve now and ask it for the
+// rest (with a prediction of the next layer's choice, so their reads overlap this layer's compute), run the
+// pinned experts in chunks while the others are read, and leave the team job when some must be awaited; the
+// runner awaits them and resumes here. Combine once every chosen expert has run.
 #include "runtime/models/blocks.hpp"
 
 #include "kernels/ops.hpp"
@@ -14,37 +16,66 @@ using detail::matmul_share;
 using detail::plan_input;
 using detail::prepare_rows;
 using runtime::slice;
-using runtime::team_barrier;
 
 namespace {
 
-// The distinct experts chosen (into s.unique_ids, capacity reserved), and each selection's token and row.
+// The distinct experts chosen (sorted, into s.unique_ids, all wanted), and each selection's token and row.
 void distinct_experts(forward_scratch& s, std::size_t n_tok, std::size_t k) {
     s.unique_ids.assign(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(n_tok * k));
     std::sort(s.unique_ids.begin(), s.unique_ids.end());
     s.unique_ids.erase(std::unique(s.unique_ids.begin(), s.unique_ids.end()), s.unique_ids.end());
+    s.expert_states.assign(s.unique_ids.size(), expert_state::wanted);
+    for (std::size_t i = 0; i < s.unique_ids.size(); ++i) {
+        s.unique_index[static_cast<std::size_t>(s.unique_ids[i])] = static_cast<std::int32_t>(i);
+    }
     for (std::size_t sel = 0; sel < n_tok * k; ++sel) {
         s.sel_token[sel] = static_cast<std::int32_t>(sel / k);
         s.sel_row[sel] = static_cast<std::int32_t>(sel);
     }
 }
 
-// Member t's share of matmul_experts over all selections.
-void experts_share(const weight_view& w, const std::vector<const void*>& ptrs, const std::byte* act,
-                   const std::int32_t* sel_expert, const std::int32_t* sel_token, std::size_t n_sel, float* y,
-                   std::size_t t, std::size_t n) {
-    const slice rows(w.rows, t, n);
-    if (rows.size()) {
-        kernels::matmul_experts(w.type, ptrs.data(), w.row_bytes, rows.begin, rows.end, w.cols, act, sel_expert,
-                                sel_token, n_sel, y, w.rows);
+// The next MoE layer's predicted choice: its router applied to this layer's residual stream (normalised with
+// its own norm), the distinct top-k of all tokens into s.pred_unique. Empty when there is no next MoE layer.
+void predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
+    const auto& hp = ctx.hparams();
+    auto& s = ctx.scratch();
+    const std::uint32_t next = il + 1;
+    const bool predict = ctx.experts().wants_prediction() && next < hp.n_layer && ctx.layer(next).router;
+    if (!predict) {
+        if (m.index == 0) {
+            s.pred_unique.clear();
+        }
+        return;
+    }
+    const auto& l = ctx.layer(next);
+    const std::size_t n_tok = ctx.n_tokens;
+    const std::size_t n_embd = hp.n_embd;
+    const std::size_t k = hp.n_expert_used;
+    const auto in = plan_input(s, 6, {l.router.type}, n_embd, n_tok);
+    const slice tok(n_tok, m.index, m.count);
+    for (std::size_t i = tok.begin; i < tok.end; ++i) {
+        kernels::rms_norm(s.x.data() + i * n_embd, l.ffn_norm.f32(), s.pred_xn.data() + i * n_embd, n_embd,
+                          hp.rms_eps);
+    }
+    prepare_rows(in, s.pred_xn.data(), tok);
+    m.sync();
+    matmul_share(l.router, in, n_tok, s.pred_router.data(), hp.n_expert, m.index, m.count);
+    m.sync();
+    for (std::size_t i = tok.begin; i < tok.end; ++i) {
+        kernels::route_top_k(s.pred_router.data() + i * hp.n_expert, hp.n_expert, k, kernels::router_scoring::softmax,
+                             nullptr, hp.expert_weights_norm, s.pred_ids.data() + i * k,
+                             s.pred_weights.data() + i * k);
+    }
+    m.sync();
+    if (m.index == 0) {
+        s.pred_unique.assign(s.pred_ids.begin(), s.pred_ids.begin() + static_cast<std::ptrdiff_t>(n_tok * k));
+        std::sort(s.pred_unique.begin(), s.pred_unique.end());
+        s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
     }
 }
 
-} // namespace
-
-namespace {
-
-// Norm, router logits and the top-k choice of every token, then the expert lookup (member 0).
+// Norm, router logits and the top-k choice of every token; the next layer's prediction; then (member 0) pin
+// what is usable and request the rest.
 void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
@@ -64,54 +95,95 @@ void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& i
         kernels::route_top_k(s.router.data() + i * hp.n_expert, hp.n_expert, k, kernels::router_scoring::softmax,
                              nullptr, hp.expert_weights_norm, s.ids.data() + i * k, s.weights.data() + i * k);
     }
-    m.sync();
+    m.sync(); // every token's choice is in s.ids before member 0 reads them all
+    predict_next(ctx, il, m);
     if (m.index == 0) {
         distinct_experts(s, n_tok, k);
-        ctx.experts_pending = !ctx.experts().try_acquire(il, s.unique_ids, s.experts);
+        auto& src = ctx.experts();
+        const std::size_t pinned = src.try_pin(il, s.unique_ids, s.expert_states, s.experts);
+        if (pinned < s.unique_ids.size() || !s.pred_unique.empty()) {
+            src.request(il, s.unique_ids, s.expert_states, il + 1, s.pred_unique);
+        }
     }
     m.sync();
 }
 
-// Each selection's expert output into moe_out, and the shared expert's into tmp.
-void run_experts(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
+// The shared expert's output into tmp (resident weights: computed while routed experts may still be read).
+void shared_expert(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
     const std::size_t n_tok = ctx.n_tokens;
-    const std::size_t n_sel = n_tok * hp.n_expert_used;
-    const std::size_t ff = hp.n_ff_exp;
-    const bool shared = hp.shared_expert;
-    const std::size_t t = m.index, n = m.count;
-    const auto hidden_in = plan_input(s, 4, {l.down_exps.type}, ff, n_sel);
-    const auto sh_hidden_in = shared ? plan_input(s, 5, {l.shexp_down.type}, hp.n_ff_shexp, n_tok) : hidden_in;
-    experts_share(l.gate_exps, s.experts.gate, in.get(l.gate_exps.type), s.ids.data(), s.sel_token.data(), n_sel,
-                  s.gate.data(), t, n);
-    experts_share(l.up_exps, s.experts.up, in.get(l.up_exps.type), s.ids.data(), s.sel_token.data(), n_sel, s.up.data(),
-                  t, n);
-    if (shared) {
-        matmul_share(l.shexp_gate, in, n_tok, s.sh_gate.data(), hp.n_ff_shexp, t, n);
-        matmul_share(l.shexp_up, in, n_tok, s.sh_up.data(), hp.n_ff_shexp, t, n);
-    }
+    const std::size_t w = hp.n_ff_shexp;
+    const auto hidden_in = plan_input(s, 5, {l.shexp_down.type}, w, n_tok);
+    matmul_share(l.shexp_gate, in, n_tok, s.sh_gate.data(), w, m.index, m.count);
+    matmul_share(l.shexp_up, in, n_tok, s.sh_up.data(), w, m.index, m.count);
     m.sync();
-    const slice sel(n_sel, t, n);
-    if (sel.size()) {
-        kernels::swiglu(s.gate.data() + sel.begin * ff, s.up.data() + sel.begin * ff, s.gate.data() + sel.begin * ff,
-                        sel.size() * ff);
-    }
-    prepare_rows(hidden_in, s.gate.data(), sel);
-    const slice tok(n_tok, t, n);
-    if (shared && tok.size()) {
-        const std::size_t w = hp.n_ff_shexp;
+    const slice tok(n_tok, m.index, m.count);
+    if (tok.size()) {
         kernels::swiglu(s.sh_gate.data() + tok.begin * w, s.sh_up.data() + tok.begin * w,
                         s.sh_gate.data() + tok.begin * w, tok.size() * w);
-        prepare_rows(sh_hidden_in, s.sh_gate.data(), tok);
+        prepare_rows(hidden_in, s.sh_gate.data(), tok);
     }
     m.sync();
-    experts_share(l.down_exps, s.experts.down, hidden_in.get(l.down_exps.type), s.ids.data(), s.sel_row.data(), n_sel,
-                  s.moe_out.data(), t, n);
-    if (shared) {
-        matmul_share(l.shexp_down, sh_hidden_in, n_tok, s.tmp.data(), hp.n_embd, t, n);
+    matmul_share(l.shexp_down, hidden_in, n_tok, s.tmp.data(), hp.n_embd, m.index, m.count);
+    m.sync();
+}
+
+// Member 0: the selections whose expert is pinned, in selection order, into the chunk arrays.
+void build_chunk(layer_context& ctx) {
+    auto& s = ctx.scratch();
+    const std::size_t n_sel = std::size_t{ctx.n_tokens} * ctx.hparams().n_expert_used;
+    std::uint32_t n = 0;
+    for (std::size_t sel = 0; sel < n_sel; ++sel) {
+        const auto u = static_cast<std::size_t>(s.unique_index[static_cast<std::size_t>(s.ids[sel])]);
+        if (s.expert_states[u] == expert_state::pinned) {
+            s.chunk_expert[n] = s.ids[sel];
+            s.chunk_token[n] = s.sel_token[sel];
+            s.chunk_row[n] = static_cast<std::int32_t>(sel);
+            ++n;
+        }
     }
+    ctx.chunk_size = n;
+}
+
+// Member t's share of matmul_experts over the chunk's selections.
+void experts_share(const weight_view& w, const std::vector<const void*>& ptrs, const std::byte* act,
+                   const std::int32_t* chunk_token, const forward_scratch& s, std::size_t n_chunk, float* y,
+                   std::size_t t, std::size_t n) {
+    const slice rows(w.rows, t, n);
+    if (rows.size()) {
+        kernels::matmul_experts(w.type, ptrs.data(), w.row_bytes, rows.begin, rows.end, w.cols, act,
+                                s.chunk_expert.data(), chunk_token, n_chunk, y, w.rows, s.chunk_row.data());
+    }
+}
+
+// The chunk's expert outputs into their rows of moe_out.
+void run_chunk(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
+    const auto& hp = ctx.hparams();
+    const auto& l = ctx.layer(il);
+    auto& s = ctx.scratch();
+    const std::size_t n_chunk = ctx.chunk_size;
+    const std::size_t n_sel = std::size_t{ctx.n_tokens} * hp.n_expert_used;
+    const std::size_t ff = hp.n_ff_exp;
+    const std::size_t t = m.index, n = m.count;
+    const auto hidden_in = plan_input(s, 4, {l.down_exps.type}, ff, n_sel);
+    experts_share(l.gate_exps, s.experts.gate, in.get(l.gate_exps.type), s.chunk_token.data(), s, n_chunk,
+                  s.gate.data(), t, n);
+    experts_share(l.up_exps, s.experts.up, in.get(l.up_exps.type), s.chunk_token.data(), s, n_chunk, s.up.data(), t,
+                  n);
+    m.sync();
+    const slice part(n_chunk, t, n);
+    for (std::size_t c = part.begin; c < part.end; ++c) {
+        const auto row = static_cast<std::size_t>(s.chunk_row[c]);
+        float* g = s.gate.data() + row * ff;
+        kernels::swiglu(g, s.up.data() + row * ff, g, ff);
+        prepare_rows(hidden_in, s.gate.data(), slice(n_sel, row, n_sel)); // exactly row `row`
+    }
+    m.sync();
+    // The down projection reads each selection's own hidden row.
+    experts_share(l.down_exps, s.experts.down, hidden_in.get(l.down_exps.type), s.chunk_row.data(), s, n_chunk,
+                  s.moe_out.data(), t, n);
     m.sync();
 }
 
@@ -157,15 +229,36 @@ bool moe_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
                         : plan_input(s, 0, {l.router.type, l.gate_exps.type, l.up_exps.type}, hp.n_embd, ctx.n_tokens);
     if (ctx.resume_layer != il) {
         route(ctx, il, in, m);
-        if (ctx.experts_pending) {
-            return false;
+        if (hp.shared_expert) {
+            shared_expert(ctx, il, in, m);
         }
     }
-    run_experts(ctx, il, in, m);
+    // Chunks of pinned experts until none is left; experts arriving meanwhile join the next chunk.
+    while (true) {
+        if (m.index == 0) {
+            build_chunk(ctx);
+        }
+        m.sync();
+        if (ctx.chunk_size == 0) {
+            break;
+        }
+        run_chunk(ctx, il, in, m);
+        if (m.index == 0) {
+            ctx.experts().release(il, s.unique_ids, s.expert_states);
+            ctx.experts().try_pin(il, s.unique_ids, s.expert_states, s.experts);
+        }
+    }
+    if (m.index == 0) {
+        ctx.experts_pending = std::any_of(s.expert_states.begin(), s.expert_states.end(),
+                                          [](expert_state st) { return st == expert_state::wanted; });
+    }
+    m.sync();
+    if (ctx.experts_pending) {
+        return false;
+    }
     combine(ctx, il, m);
     m.sync();
     if (m.index == 0) {
-        ctx.experts().release(il);
         ctx.resume_layer = layer_context::no_layer;
     }
     m.sync();

@@ -17,7 +17,8 @@
 
 namespace sluice::models {
 
-/// A matrix (rows of `cols` values), vector or 3-D expert tensor in memory. Empty when `data` is null.
+/// A matrix (rows of `cols` values), vector or 3-D expert tensor. Absent (false) when the model has no such
+/// tensor; `data` is null for expert tensors left on disk for an expert cache.
 struct weight_view {
     const std::byte* data = nullptr;
     kernels::quant_type type = kernels::quant_type::f32;
@@ -26,7 +27,7 @@ struct weight_view {
     std::uint64_t row_bytes = 0; ///< bytes of one row
     std::uint64_t n_expert = 0;  ///< ne[2] of expert tensors, else 0
 
-    explicit operator bool() const noexcept { return data != nullptr; }
+    explicit operator bool() const noexcept { return cols != 0; }
     /// Bytes of one expert's matrix (rows * row_bytes).
     [[nodiscard]] std::uint64_t expert_bytes() const noexcept { return rows * row_bytes; }
     /// F32 contents of a vector or router tensor (the loader checked the type).
@@ -49,10 +50,12 @@ class model_weights {
 public:
     /// Checks that `files` holds exactly the tensors `arch` expects for `hp` (names, shapes, types a kernel
     /// can run; vectors and routers F32), reads all tensor data into resident memory with large aligned reads
-    /// through `reader`, and builds the views. Errors name the tensor ("tensor blk.3.ffn_up_exps.weight: ...").
+    /// through `reader`, and builds the views. With `skip_experts`, routed-expert tensors stay on disk: their
+    /// views have shape and type but no data (an expert_cache reads them). Errors name the tensor
+    /// ("tensor blk.3.ffn_up_exps.weight: ...").
     static boost::asio::awaitable<result<model_weights>> load(io::reader& reader, const gguf::model_files& files,
                                                               const architecture& arch, const model_hparams& hp,
-                                                              load_progress progress = {});
+                                                              load_progress progress = {}, bool skip_experts = false);
 
     weight_view token_embd, output_norm, output; ///< output aliases token_embd for tied embeddings
     std::vector<layer_weights> layers;

@@ -106,11 +106,17 @@ INSTANTIATE_TEST_SUITE_P(
 class deferred_experts final : public models::expert_source {
 public:
     explicit deferred_experts(const models::model_weights& w) : inner_(w) {}
+    std::size_t try_pin(std::uint32_t, std::span<const std::int32_t>, std::span<models::expert_state>,
+                        models::expert_handles&) override {
+        return 0;
+    }
     boost::asio::awaitable<result<void>> acquire(std::uint32_t layer, std::span<const std::int32_t> ids,
+                                                 std::span<models::expert_state> state,
                                                  models::expert_handles& out) override {
         ++acquired;
-        co_await boost::asio::post(co_await boost::asio::this_coro::executor, boost::asio::use_awaitable);
-        co_return co_await inner_.acquire(layer, ids, out);
+        auto executor = co_await boost::asio::this_coro::executor;
+        co_await boost::asio::post(executor, boost::asio::use_awaitable);
+        co_return co_await inner_.acquire(layer, ids, state, out);
     }
     int acquired = 0;
 

@@ -107,13 +107,23 @@ TEST(matmul, expert_rows_equal_dense_products_of_selected_experts) {
                 }
                 std::vector<float> y(sel_expert.size() * rows);
                 matmul_experts(type, ptrs.data(), *row_bytes(type, cols), 0, rows, cols, act.data(), sel_expert.data(),
-                               sel_token.data(), sel_expert.size(), y.data(), rows, isa);
+                               sel_token.data(), sel_expert.size(), y.data(), rows, nullptr, isa);
+                // The same selections with output rows in reverse order land in the reversed rows.
+                std::vector<std::int32_t> reversed(sel_expert.size());
+                for (std::size_t s = 0; s < reversed.size(); ++s) {
+                    reversed[s] = static_cast<std::int32_t>(reversed.size() - 1 - s);
+                }
+                std::vector<float> y_rev(sel_expert.size() * rows);
+                matmul_experts(type, ptrs.data(), *row_bytes(type, cols), 0, rows, cols, act.data(), sel_expert.data(),
+                               sel_token.data(), sel_expert.size(), y_rev.data(), rows, reversed.data(), isa);
                 for (std::size_t s = 0; s < sel_expert.size(); ++s) {
                     std::vector<float> ref(rows);
                     matmul_prepared(type, ptrs[sel_expert[s]], *row_bytes(type, cols), 0, rows, cols,
                                     act.data() + sel_token[s] * stride, 1, ref.data(), rows, isa);
                     ASSERT_EQ(std::memcmp(ref.data(), y.data() + s * rows, rows * sizeof(float)), 0)
                         << isa_name(isa) << " " << traits_of(type).name << " selection " << s;
+                    ASSERT_EQ(std::memcmp(ref.data(), y_rev.data() + reversed[s] * rows, rows * sizeof(float)), 0)
+                        << isa_name(isa) << " " << traits_of(type).name << " selection " << s << " (sel_out)";
                 }
             }
     }

@@ -1,0 +1,42 @@
+// Registration and checking of the shared memory flags.
+#include "cli/memory_flags.hpp"
+
+#include "runtime/engine/memory_plan.hpp"
+
+#include <cmath>
+
+namespace sluice::cli {
+
+void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
+    cmd.add_option("--memory-budget", flags.budget,
+                   "Memory the model may use: weights, KV caches, buffers (e.g. 16GiB, 12G, 8000MB; default: 80% "
+                   "of MemAvailable). Routed experts stream from disk when the whole model does not fit");
+    cmd.add_option("--disk-bandwidth", flags.disk_gbps,
+                   "Disk read bandwidth in GB/s for the plan's speed bound (skips the start-up probe)");
+    if (with_prefetch) {
+        cmd.add_flag("--no-prefetch", flags.no_prefetch,
+                     "When streaming experts, read only the experts chosen, not the next layer's ahead");
+    }
+}
+
+result<memory_settings> check_memory_flags(const memory_flags& flags) {
+    memory_settings s;
+    if (!flags.budget.empty()) {
+        auto bytes = parse_size(flags.budget);
+        if (!bytes) {
+            return bytes.error().with_context("--memory-budget");
+        }
+        if (*bytes == 0) {
+            return make_error(std::errc::invalid_argument, "--memory-budget must be more than 0 bytes");
+        }
+        s.budget = *bytes;
+    }
+    if (std::isnan(flags.disk_gbps) || flags.disk_gbps < 0) {
+        return make_error(std::errc::invalid_argument, "--disk-bandwidth must be a positive number of GB/s");
+    }
+    s.disk_bandwidth = flags.disk_gbps * 1e9;
+    s.prefetch = !flags.no_prefetch;
+    return s;
+}
+
+} // namespace sluice::cli

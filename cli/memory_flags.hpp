@@ -1,0 +1,34 @@
+// The memory flags `run`, `bench`, `serve` and `inspect --plan` share: --memory-budget, --disk-bandwidth and
+// --no-prefetch, registered on a subcommand and checked into bytes and bytes/s.
+#pragma once
+
+#include "io/error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace sluice::cli {
+
+/// The flags as typed.
+struct memory_flags {
+    std::string budget;       ///< --memory-budget SIZE; empty: the default budget
+    double disk_gbps = 0;     ///< --disk-bandwidth GB/s; 0: not given
+    bool no_prefetch = false; ///< --no-prefetch
+};
+
+/// The flags checked: budget in bytes (0: default), bandwidth in bytes/s (0: not given).
+struct memory_settings {
+    std::uint64_t budget = 0;
+    double disk_bandwidth = 0;
+    bool prefetch = true;
+};
+
+/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch when `with_prefetch`.
+void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch = true);
+
+/// Checks the flags. Errors name the flag ("--memory-budget \"4 XB\": unknown unit \"XB\" ...").
+result<memory_settings> check_memory_flags(const memory_flags& flags);
+
+} // namespace sluice::cli

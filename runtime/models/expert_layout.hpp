@@ -1,0 +1,48 @@
+// Where each routed expert lies on disk and how big an expert-cache slot is: shared by the expert cache, which
+// reads experts into slots, and the memory planner, which sizes the cache.
+#pragma once
+
+#include "io/error.hpp"
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/models/hparams.hpp"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace sluice::models {
+
+/// One expert's slab of a 3-D expert tensor: expert e is `bytes` at `offset + e * bytes` of part `split`.
+struct expert_slab {
+    std::uint32_t split = 0;
+    std::uint64_t offset = 0; ///< file offset of expert 0
+    std::uint64_t bytes = 0;  ///< bytes of one expert (= the stride between experts)
+};
+
+/// The gate, up and down slabs of a layer's experts (n_expert == 0 for a layer without routed experts).
+struct expert_layer_layout {
+    std::array<expert_slab, 3> slabs; ///< gate, up, down
+    std::uint32_t n_expert = 0;
+};
+
+/// The routed experts of a model.
+struct expert_layout {
+    std::vector<expert_layer_layout> layers; ///< one per layer
+    /// Bytes of one cache slot: the three slabs of the largest layer, each with room to read it as a
+    /// 4 KiB-aligned O_DIRECT range (the slab's file offset need not be aligned).
+    std::uint64_t slot_bytes = 0;
+    /// Bytes read from disk for one expert (the largest layer's aligned ranges).
+    std::uint64_t read_bytes = 0;
+    std::uint64_t total_bytes = 0;  ///< all routed-expert bytes in the files
+    std::uint64_t total_count = 0;  ///< experts over all layers
+    std::uint32_t expert_used = 0;  ///< experts chosen per token per layer (hp.n_expert_used)
+
+    /// Bytes of a slab's aligned read range: [offset & ~4095, round_up(offset + bytes, 4096)).
+    [[nodiscard]] static std::uint64_t aligned_extent(std::uint64_t offset, std::uint64_t bytes) noexcept;
+};
+
+/// The expert layout of `files` for `hp` (empty `layers`/zero sizes for a model without routed experts).
+/// Errors: an expert tensor missing or not 3-D on a MoE layer.
+result<expert_layout> make_expert_layout(const gguf::model_files& files, const model_hparams& hp);
+
+} // namespace sluice::models
