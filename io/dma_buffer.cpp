@@ -40,6 +40,21 @@ void dma_buffer::advise_huge_pages() noexcept {
     }
 }
 
+void dma_buffer::populate() noexcept {
+#ifndef MADV_POPULATE_WRITE
+    constexpr int MADV_POPULATE_WRITE = 23; // Linux 5.14
+#endif
+    if (data_ == nullptr) {
+        return;
+    }
+    if (::madvise(data_, size_, MADV_POPULATE_WRITE) == 0) {
+        return;
+    }
+    for (std::size_t i = 0; i < size_; i += alignment) {
+        reinterpret_cast<volatile std::byte*>(data_)[i] = std::byte{0};
+    }
+}
+
 void dma_buffer::release() noexcept {
     if (data_ != nullptr) {
         ::operator delete (data_, size_, std::align_val_t{alignment});

@@ -38,6 +38,10 @@ public:
     /// is harmless). O_DIRECT into fresh memory faults every page in, and 4 KiB faults can cost more than the
     /// disk.
     void advise_huge_pages() noexcept;
+    /// Faults every page of the buffer in now (MADV_POPULATE_WRITE, or touching each page where the kernel
+    /// lacks it), so first use pays no page faults: the kernel zeroes each page either way, and on a VM whose
+    /// host backs memory lazily that costs more than reading the same bytes from disk.
+    void populate() noexcept;
 
 private:
     void release() noexcept;

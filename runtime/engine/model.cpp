@@ -119,6 +119,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         models::expert_cache_options cache_options;
         cache_options.slots = m->plan_.cache_slots;
         cache_options.prefetch = options.prefetch;
+        cache_options.policy = options.cache_policy;
         cache_options.io = options.io;
         auto cache = models::expert_cache::create(*m->files_, std::move(*layout), cache_options);
         if (!cache) {

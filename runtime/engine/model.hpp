@@ -37,6 +37,7 @@ struct model_options {
     std::uint32_t n_seq = 1;   ///< sequences generating at once (KV caches the plan reserves)
     double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
     bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
+    models::cache_policy cache_policy = models::cache_policy::lru; ///< streaming: which expert to evict
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.

@@ -18,14 +18,25 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace sluice::models {
+
+/// How the cache picks the expert to evict (among those not in use).
+enum class cache_policy {
+    lru, ///< least recently used
+    lfu, ///< least often chosen by the router (counts halved as they grow, so old habits fade), then LRU
+};
+
+/// Parses "lru" or "lfu".
+result<cache_policy> parse_cache_policy(std::string_view name);
 
 /// Settings of an expert cache.
 struct expert_cache_options {
     std::uint64_t slots = 0; ///< experts held at once (at least 1; see memory_plan)
     bool prefetch = true;    ///< read the predicted experts of the next layer ahead
+    cache_policy policy = cache_policy::lru;
     io::reader_options io;   ///< the reader it makes on the executor it is attached to
 };
 
@@ -140,19 +151,23 @@ private:
     void load_missing(std::uint32_t layer, const std::vector<std::int32_t>& ids, std::uint32_t next_layer,
                       const std::vector<std::int32_t>& next_ids);
     void submit_pending();
-    void part_done(read_part part, std::chrono::steady_clock::time_point started, const result<void>& r);
+    void part_done(read_part part, std::size_t bytes, std::chrono::steady_clock::time_point started,
+                   const result<void>& r);
     void wake_waiters();
     void drop_idle_reader() noexcept;
 
     const gguf::model_files* files_;
     expert_layout layout_;
     bool prefetch_;
+    cache_policy policy_;
     io::reader_options io_options_;
     io::dma_buffer pool_;
 
     mutable std::mutex mu_;
     std::vector<slot> slots_;
     std::vector<std::int32_t> index_; ///< [layer * max_experts + expert] -> slot or none
+    std::vector<std::uint32_t> freq_; ///< [layer * max_experts + expert] -> times chosen (lfu), halved as it grows
+    std::uint64_t lookups_ = 0;       ///< choices counted since the last halving
     std::uint32_t max_experts_ = 0;
     std::int32_t lru_head_ = none, lru_tail_ = none;
     std::vector<std::int32_t> free_;

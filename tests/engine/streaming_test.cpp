@@ -71,10 +71,11 @@ std::shared_ptr<model> load(const std::filesystem::path& path, model_options o) 
 }
 
 std::shared_ptr<model> load_streaming(const std::filesystem::path& path, std::uint64_t slots, std::uint32_t n_batch,
-                                      bool prefetch = true) {
+                                      bool prefetch = true, models::cache_policy policy = models::cache_policy::lru) {
     auto o = base_options(n_batch);
     o.memory_budget = budget_for_slots(path, slots, o);
     o.prefetch = prefetch;
+    o.cache_policy = policy;
     auto m = load(path, o);
     EXPECT_TRUE(m->plan().streams());
     EXPECT_EQ(m->plan().cache_slots, slots);
@@ -182,6 +183,19 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
             }
         }
     }
+    // The frequency policy evicts other experts, with the same output.
+    const auto lfu = load_streaming(path, std::uint64_t{2} * hp.n_expert_used + 1, 16, true, models::cache_policy::lfu);
+    EXPECT_EQ(*evaluate(lfu, tokens, false), *expected_batched);
+    EXPECT_EQ(generate(lfu, 7, 1.0f).tokens, sampled.tokens);
+    EXPECT_GT(lfu->expert_counters().evictions, 0u);
+}
+
+TEST(streaming, cache_policy_names) {
+    EXPECT_EQ(*models::parse_cache_policy("lru"), models::cache_policy::lru);
+    EXPECT_EQ(*models::parse_cache_policy("lfu"), models::cache_policy::lfu);
+    const auto bad = models::parse_cache_policy("fifo");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("fifo"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(streaming, every_moe_arch,
