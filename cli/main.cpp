@@ -3,6 +3,7 @@
 #include "cli/convert_command.hpp"
 #include "cli/inspect_command.hpp"
 #include "cli/mkmodel_command.hpp"
+#include "cli/perplexity_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/serve_command.hpp"
 #include "cli/template_command.hpp"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
     sluice::cli::add_run_command(app);
     sluice::cli::add_bench_command(app);
     sluice::cli::add_serve_command(app);
+    sluice::cli::add_perplexity_command(app);
 
     try {
         app.parse(argc, argv);

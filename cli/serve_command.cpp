@@ -1,7 +1,8 @@
-// `sluice serve -m FILE [...]`: parses the server's options (sizes like "1MiB", durations like "30s") and runs
-// sluice::server::run_server until SIGINT or SIGTERM.
+// `sluice serve [-m FILE] [...]`: parses the server's options (sizes like "1MiB", durations like "30s") and runs
+// sluice::server::run_server until SIGINT or SIGTERM. Without -m it serves the bundled model.
 #include "cli/serve_command.hpp"
 
+#include "cli/default_model.hpp"
 #include "cli/memory_flags.hpp"
 
 #include "server/server.hpp"
@@ -22,6 +23,18 @@ struct serve_args {
 };
 
 int run_serve(serve_args& args) {
+    if (args.options.model.empty()) {
+        const auto bundled = bundled_model();
+        if (!bundled) {
+            std::cerr << "sluice serve: no --model given and the bundled model is not at";
+            for (const auto& p : bundled_model_candidates()) {
+                std::cerr << " " << p.string();
+            }
+            std::cerr << "\n";
+            return 1;
+        }
+        args.options.model = bundled->string();
+    }
     auto body = server::parse_size(args.max_body);
     if (!body) {
         std::cerr << "sluice serve: --max-body: " << body.error().message << "\n";
@@ -55,7 +68,8 @@ void add_serve_command(CLI::App& app) {
     auto a = std::make_shared<serve_args>();
     auto& o = a->options;
     auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-    cmd->add_option("-m,--model", o.model, "GGUF model file (any part of a split model)")->required();
+    cmd->add_option("-m,--model", o.model,
+                    "GGUF model file (any part of a split model); default: the bundled sluice-tiny-moe");
     cmd->add_option("--host", o.host, "Address to bind")->capture_default_str();
     cmd->add_option("--port", o.port, "TCP port (0: any free port, printed on stderr)")->capture_default_str();
     cmd->add_option("--parallel", o.parallel, "Generations running at once (one session each)")->capture_default_str();

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Prefill and decode of one GGUF file by Sluice and by llama.cpp's llama-bench, same thread count, alternating
+# (llama.cpp, Sluice, llama.cpp, Sluice) because this VM's speed drifts; prints each run's tokens/s per test.
+#
+# Usage: bench/engine/vs_llamacpp.sh MODEL.gguf LLAMA_BENCH [threads=2] [reps=3]
+# LLAMA_BENCH: a llama-bench binary (built from llama.cpp with -DGGML_NATIVE=ON, CPU only). Needs jq.
+# Sluice runs with --memory-budget ${BUDGET:-20GiB}, enough to hold the 17 GB model resident.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+model=${1:?model}
+llama=${2:?llama-bench binary}
+threads=${3:-2}
+reps=${4:-3}
+sluice=${SLUICE:-$root/build/release/cli/sluice}
+
+for round in 1 2; do
+    "$llama" -m "$model" -t "$threads" -p 64,512 -n 32 -r "$reps" -o json |
+        jq -r --arg r "$round" '.[] | "llama.cpp round \($r) " +
+            (if .n_prompt > 0 then "pp\(.n_prompt)" else "tg\(.n_gen)" end) + " \(.avg_ts) tok/s (\(.stddev_ts))"'
+    "$sluice" bench -m "$model" --threads "$threads" -n 32 -r "$reps" --memory-budget "${BUDGET:-20GiB}" --json |
+        jq -r --arg r "$round" '.results[] | "sluice    round \($r) \(.test) \(.tokens_per_s.mean) tok/s (\(.tokens_per_s.stddev))"'
+done
