@@ -69,6 +69,9 @@ http_response metrics_response(const http_request& req, const server_state& st) 
     }
     if (st.loaded) {
         now.model_resident_bytes = st.loaded->resident_bytes();
+        now.memory_budget_bytes = st.loaded->plan().budget;
+        now.streams_experts = st.loaded->plan().streams();
+        now.experts = st.loaded->expert_counters();
     }
     http_response res{http::status::ok, req.version()};
     res.set(http::field::server, "sluice");

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <span>
 #include <unordered_map>
 
 namespace sluice::server {
@@ -41,6 +42,89 @@ std::vector<double> latency_buckets() {
     return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 }
 
+/// Appends `name`_bucket/_sum/_count lines from per-bucket (not cumulative) `counts`, one more than `bounds`
+/// (the last is +Inf). _count is the +Inf bucket, so the two always agree even while other threads observe.
+void render_buckets(std::string& out, std::string_view name, std::span<const double> bounds,
+                    std::span<const std::uint64_t> counts, double sum) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        cumulative += counts[i];
+        out += name;
+        out += "_bucket{le=\"";
+        out += i < bounds.size() ? number(bounds[i]) : std::string("+Inf");
+        out += "\"} ";
+        out += std::to_string(cumulative);
+        out += '\n';
+    }
+    out += name;
+    out += "_sum ";
+    out += number(sum);
+    out += '\n';
+    out += name;
+    out += "_count ";
+    out += std::to_string(cumulative);
+    out += '\n';
+}
+
+/// One counter per layer, labelled `layer`, of the expert cache's per-layer counters.
+void per_layer(std::string& out, std::string_view name, std::string_view help,
+               const std::vector<models::expert_layer_counters>& layers,
+               std::uint64_t models::expert_layer_counters::*field) {
+    header(out, name, "counter", help);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        out += name;
+        out += "{layer=\"";
+        out += std::to_string(i);
+        out += "\"} ";
+        out += std::to_string(layers[i].*field);
+        out += '\n';
+    }
+}
+
+/// Expert streaming: the memory plan's budget, the expert cache and the disk reads behind it.
+void render_streaming(std::string& out, const server_metrics::sampled& now) {
+    const auto& c = now.experts;
+    single(out, "sluice_memory_budget_bytes", "gauge",
+           "Memory budget of the model's memory plan (weights, KV caches, buffers, expert cache).",
+           now.memory_budget_bytes);
+    single(out, "sluice_expert_streaming", "gauge",
+           "1 when routed experts stream from disk through the expert cache, 0 when the model is resident.",
+           now.streams_experts ? 1 : 0);
+    single(out, "sluice_expert_cache_slots", "gauge", "Experts the expert cache holds at most (0: resident model).",
+           c.slots);
+    single(out, "sluice_expert_cache_slots_filled", "gauge", "Expert cache slots holding an expert now.",
+           c.slots_filled);
+    single(out, "sluice_expert_cache_bytes", "gauge", "Bytes of the expert cache's slots.", c.slots * c.slot_bytes);
+    per_layer(out, "sluice_expert_cache_hits_total",
+              "Chosen experts found in the expert cache at their first lookup, by layer.", c.layers,
+              &models::expert_layer_counters::hits);
+    per_layer(out, "sluice_expert_cache_misses_total",
+              "Chosen experts not in the expert cache at their first lookup (read, or still being read), by layer.",
+              c.layers, &models::expert_layer_counters::misses);
+    per_layer(out, "sluice_expert_cache_evictions_total",
+              "Experts evicted from the expert cache to make room, by the evicted expert's layer.", c.layers,
+              &models::expert_layer_counters::evictions);
+    single(out, "sluice_expert_prefetch_issued_total", "counter",
+           "Experts of the next layer read ahead because the router predicted them.", c.prefetch_issued);
+    single(out, "sluice_expert_prefetch_used_total", "counter",
+           "Prefetched experts that were chosen before being evicted.", c.prefetch_used);
+    single(out, "sluice_expert_prefetch_wasted_total", "counter", "Prefetched experts evicted without being chosen.",
+           c.prefetch_wasted);
+    single(out, "sluice_disk_reads_total", "counter", "Expert slab reads from the model file completed.", c.reads);
+    single(out, "sluice_disk_read_failures_total", "counter", "Expert slab reads from the model file that failed.",
+           c.read_failures);
+    single(out, "sluice_disk_read_bytes_total", "counter", "Bytes read from the model file for experts.", c.bytes_read);
+    header(out, "sluice_disk_busy_seconds_total", "counter",
+           "Seconds with at least one expert read in flight (bytes / busy seconds = read throughput).");
+    out += "sluice_disk_busy_seconds_total " + number(c.busy_s) + "\n";
+    header(out, "sluice_disk_read_seconds", "histogram", "Latency of expert slab reads from the model file.");
+    std::array<double, models::expert_cache_counters::latency_bounds_us.size()> bounds{};
+    for (std::size_t i = 0; i < bounds.size(); ++i) {
+        bounds[i] = models::expert_cache_counters::latency_bounds_us[i] / 1e6;
+    }
+    render_buckets(out, "sluice_disk_read_seconds", bounds, c.latency_buckets, c.latency_sum_s);
+}
+
 std::mutex statuses_mutex;
 std::unordered_map<const void*, unsigned> statuses;
 
@@ -59,25 +143,11 @@ void histogram::observe(double value) noexcept {
 }
 
 void histogram::render(std::string& out, std::string_view name) const {
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-        cumulative += counts_[i].load(std::memory_order_relaxed);
-        out += name;
-        out += "_bucket{le=\"";
-        out += i < bounds_.size() ? number(bounds_[i]) : std::string("+Inf");
-        out += "\"} ";
-        out += std::to_string(cumulative);
-        out += '\n';
+    std::vector<std::uint64_t> counts(counts_.size());
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        counts[i] = counts_[i].load(std::memory_order_relaxed);
     }
-    // _count is the +Inf bucket, so the two always agree even while other threads observe.
-    out += name;
-    out += "_sum ";
-    out += number(sum_.load(std::memory_order_relaxed));
-    out += '\n';
-    out += name;
-    out += "_count ";
-    out += std::to_string(cumulative);
-    out += '\n';
+    render_buckets(out, name, bounds_, counts, sum_.load(std::memory_order_relaxed));
 }
 
 server_metrics::server_metrics() : time_to_first_token(latency_buckets()), inter_token_latency(latency_buckets()) {}
@@ -114,6 +184,7 @@ std::string server_metrics::render(const sampled& now) const {
            now.kv_cache_tokens);
     single(out, "sluice_model_resident_bytes", "gauge", "Bytes of model weights resident in memory.",
            now.model_resident_bytes);
+    render_streaming(out, now);
     return out;
 }
 

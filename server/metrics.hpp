@@ -2,6 +2,8 @@
 // in the text exposition format 0.0.4 (GET /metrics). No external library.
 #pragma once
 
+#include "runtime/models/expert_cache.hpp"
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -52,6 +54,11 @@ public:
         std::uint64_t queued = 0;
         std::uint64_t kv_cache_tokens = 0;
         std::uint64_t model_resident_bytes = 0;
+        std::uint64_t memory_budget_bytes = 0; ///< the memory plan's budget (0 while loading)
+        bool streams_experts = false;          ///< the plan's strategy
+        /// The expert cache's counters (all zero, one entry per layer, when the model is resident; no layers
+        /// while loading).
+        models::expert_cache_counters experts;
     };
     /// The whole exposition text.
     [[nodiscard]] std::string render(const sampled& now) const;

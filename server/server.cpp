@@ -104,6 +104,9 @@ std::string url_host(const tcp::endpoint& ep) {
 } // namespace
 
 int run_server(const server_options& options) {
+    // A log pipe whose reader left (`sluice serve 2>&1 | tee log`, a closed terminal) must not kill the server
+    // at its next log line: writes to it fail instead (sockets never raise SIGPIPE: asio sends with MSG_NOSIGNAL).
+    std::signal(SIGPIPE, SIG_IGN);
     asio::io_context ioc{1};
     server_state st(options);
 

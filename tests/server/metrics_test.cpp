@@ -1,5 +1,6 @@
-// GET /metrics on a running `sluice serve`: the counters move by what the requests did, and the text is valid
-// Prometheus exposition format 0.0.4 (checked by a grammar here and by `promtool check metrics` when present).
+// GET /metrics on a running `sluice serve`: the counters move by what the requests did (the disk and expert-cache
+// counters when experts stream, and only then), and the text is valid Prometheus exposition format 0.0.4
+// (checked by a grammar here and by `promtool check metrics` when present).
 #include "../cli/process.hpp"
 #include "http_client.hpp"
 #include "server_process.hpp"
@@ -129,16 +130,126 @@ TEST(metrics, exposition_parses_and_histograms_are_cumulative_ending_with_inf) {
     const auto r = send_request(server.port(), "GET", "/metrics");
     ASSERT_EQ(r.status, 200);
     const auto samples = parse_samples(r.body);
-    for (const std::string name :
-         {"sluice_requests_total", "sluice_requests_in_flight", "sluice_requests_queued", "sluice_prompt_tokens_total",
-          "sluice_generated_tokens_total", "sluice_time_to_first_token_seconds", "sluice_inter_token_latency_seconds",
-          "sluice_kv_cache_tokens", "sluice_model_resident_bytes"}) {
+    for (const std::string name : {"sluice_requests_total",
+                                   "sluice_requests_in_flight",
+                                   "sluice_requests_queued",
+                                   "sluice_prompt_tokens_total",
+                                   "sluice_generated_tokens_total",
+                                   "sluice_time_to_first_token_seconds",
+                                   "sluice_inter_token_latency_seconds",
+                                   "sluice_kv_cache_tokens",
+                                   "sluice_model_resident_bytes",
+                                   "sluice_memory_budget_bytes",
+                                   "sluice_expert_streaming",
+                                   "sluice_expert_cache_slots",
+                                   "sluice_expert_cache_slots_filled",
+                                   "sluice_expert_cache_bytes",
+                                   "sluice_expert_cache_hits_total",
+                                   "sluice_expert_cache_misses_total",
+                                   "sluice_expert_cache_evictions_total",
+                                   "sluice_expert_prefetch_issued_total",
+                                   "sluice_expert_prefetch_used_total",
+                                   "sluice_expert_prefetch_wasted_total",
+                                   "sluice_disk_reads_total",
+                                   "sluice_disk_read_failures_total",
+                                   "sluice_disk_read_bytes_total",
+                                   "sluice_disk_busy_seconds_total",
+                                   "sluice_disk_read_seconds"}) {
         EXPECT_NE(r.body.find("# HELP " + name + " "), std::string::npos) << name;
         EXPECT_NE(r.body.find("# TYPE " + name + " "), std::string::npos) << name;
     }
     expect_histogram_consistent(r.body, "sluice_time_to_first_token_seconds");
     expect_histogram_consistent(r.body, "sluice_inter_token_latency_seconds");
     EXPECT_EQ(value(samples, "sluice_time_to_first_token_seconds_count"), 1);
+}
+
+/// Sum of a per-layer counter over its `layer` labels.
+double layer_sum(const std::map<std::string, double>& s, const std::string& name) {
+    double sum = 0;
+    for (const auto& [series, v] : s) {
+        if (series.rfind(name + "{layer=\"", 0) == 0) {
+            sum += v;
+        }
+    }
+    return sum;
+}
+
+/// The expert-streaming metrics (disk reads, expert cache, prefetch): every one of them.
+const std::vector<std::string> streaming_counters = {"sluice_disk_reads_total",
+                                                     "sluice_disk_read_bytes_total",
+                                                     "sluice_disk_read_seconds_count",
+                                                     "sluice_disk_busy_seconds_total",
+                                                     "sluice_expert_prefetch_issued_total",
+                                                     "sluice_expert_prefetch_used_total",
+                                                     "sluice_expert_prefetch_wasted_total"};
+const std::vector<std::string> per_layer_counters = {
+    "sluice_expert_cache_hits_total", "sluice_expert_cache_misses_total", "sluice_expert_cache_evictions_total"};
+
+TEST(metrics, disk_and_expert_cache_counters_move_when_experts_stream) {
+    const std::vector<std::string> plan_args{"--ctx", "512", "--parallel", "1"};
+    const auto budget = streaming_budget(plan_args, 4);
+    auto args = plan_args;
+    args.insert(args.end(), {"--memory-budget", std::to_string(budget), "--disk-bandwidth", "1"});
+    server_process server(args);
+    const auto health = body_json(send_request(server.port(), "GET", "/health"));
+    ASSERT_EQ(health.at("memory").at("strategy").as_string(), "stream_experts") << health;
+    ASSERT_EQ(health.at("memory").at("cache_slots").to_number<int>(), 4) << health;
+
+    const auto before = scrape(server.port());
+    EXPECT_EQ(value(before, "sluice_expert_streaming"), 1);
+    EXPECT_EQ(value(before, "sluice_expert_cache_slots"), 4);
+    EXPECT_EQ(value(before, "sluice_memory_budget_bytes"), static_cast<double>(budget));
+    EXPECT_EQ(value(before, "sluice_expert_cache_bytes"),
+              static_cast<double>(health.at("memory").at("cache_bytes").to_number<std::uint64_t>()));
+    for (const auto& body : {chat_body, streamed_chat_body}) {
+        ASSERT_EQ(post_json(server.port(), "/v1/chat/completions", body).status, 200);
+    }
+    const auto after = scrape(server.port());
+    const auto moved = [&](const std::string& name) { return value(after, name) - value(before, name); };
+    // 4 slots hold a quarter of the tiny model's 16 experts: every token misses, reads and evicts.
+    EXPECT_GT(moved("sluice_disk_reads_total"), 0);
+    EXPECT_GT(moved("sluice_disk_read_bytes_total"), 0);
+    EXPECT_EQ(moved("sluice_disk_read_seconds_count"),
+              moved("sluice_disk_reads_total") + moved("sluice_disk_read_failures_total"));
+    EXPECT_GT(moved("sluice_disk_read_seconds_sum"), 0);
+    EXPECT_GT(moved("sluice_disk_busy_seconds_total"), 0);
+    EXPECT_EQ(moved("sluice_disk_read_failures_total"), 0);
+    EXPECT_GT(layer_sum(after, "sluice_expert_cache_misses_total") -
+                  layer_sum(before, "sluice_expert_cache_misses_total"),
+              0);
+    EXPECT_GT(layer_sum(after, "sluice_expert_cache_evictions_total") -
+                  layer_sum(before, "sluice_expert_cache_evictions_total"),
+              0);
+    EXPECT_GT(layer_sum(after, "sluice_expert_cache_hits_total"), 0) << "a token's experts repeat across tokens";
+    EXPECT_GT(moved("sluice_expert_prefetch_issued_total"), 0);
+    EXPECT_GE(value(after, "sluice_expert_prefetch_issued_total"),
+              value(after, "sluice_expert_prefetch_used_total") + value(after, "sluice_expert_prefetch_wasted_total"));
+    EXPECT_GT(value(after, "sluice_expert_cache_slots_filled"), 0);
+    EXPECT_LE(value(after, "sluice_expert_cache_slots_filled"), 4);
+    const auto r = send_request(server.port(), "GET", "/metrics");
+    expect_histogram_consistent(r.body, "sluice_disk_read_seconds");
+}
+
+TEST(metrics, disk_and_expert_cache_counters_stay_zero_when_the_model_is_resident) {
+    server_process server;
+    const auto health = body_json(send_request(server.port(), "GET", "/health"));
+    ASSERT_EQ(health.at("memory").at("strategy").as_string(), "resident") << health;
+    ASSERT_EQ(post_json(server.port(), "/v1/chat/completions", streamed_chat_body).status, 200);
+    const auto r = send_request(server.port(), "GET", "/metrics");
+    const auto after = parse_samples(r.body);
+    for (const auto& name : streaming_counters) {
+        EXPECT_NE(after.find(name), after.end()) << name << " is exposed";
+        EXPECT_EQ(value(after, name), 0) << name;
+    }
+    for (const auto& name : per_layer_counters) {
+        EXPECT_NE(r.body.find(name + "{layer=\"0\"} 0\n"), std::string::npos) << name << " has a layer-0 sample";
+        EXPECT_EQ(layer_sum(after, name), 0) << name;
+    }
+    EXPECT_EQ(value(after, "sluice_expert_streaming"), 0);
+    EXPECT_EQ(value(after, "sluice_expert_cache_slots"), 0);
+    EXPECT_EQ(value(after, "sluice_expert_cache_bytes"), 0);
+    EXPECT_GT(value(after, "sluice_memory_budget_bytes"), value(after, "sluice_model_resident_bytes"));
+    expect_histogram_consistent(r.body, "sluice_disk_read_seconds");
 }
 
 TEST(metrics, api_key_guards_metrics_but_not_health) {
@@ -155,15 +266,22 @@ TEST(metrics, promtool_check_metrics_accepts_a_scrape) {
         GTEST_SKIP() << "promtool is not installed (apt-get install prometheus provides it); the exposition was "
                         "NOT checked by promtool";
     }
-    server_process server;
-    ASSERT_EQ(post_json(server.port(), "/v1/chat/completions", streamed_chat_body).status, 200);
-    const auto r = send_request(server.port(), "GET", "/metrics");
-    ASSERT_EQ(r.status, 200);
-    const auto path = std::filesystem::temp_directory_path() / ("sluice_metrics_" + std::to_string(server.port()));
-    std::ofstream(path) << r.body;
-    const auto check = run_process("promtool check metrics < " + shell_quote(path.string()));
-    std::filesystem::remove(path);
-    EXPECT_EQ(check.status, 0) << check.out << check.err << "\n" << r.body;
+    // A resident model and one whose experts stream (labelled per-layer series, a filled disk histogram).
+    const std::vector<std::string> plan_args{"--ctx", "512"};
+    auto streaming = plan_args;
+    streaming.insert(streaming.end(),
+                     {"--memory-budget", std::to_string(streaming_budget(plan_args, 4)), "--disk-bandwidth", "1"});
+    for (const auto& args : {std::vector<std::string>{}, streaming}) {
+        server_process server(args);
+        ASSERT_EQ(post_json(server.port(), "/v1/chat/completions", streamed_chat_body).status, 200);
+        const auto r = send_request(server.port(), "GET", "/metrics");
+        ASSERT_EQ(r.status, 200);
+        const auto path = std::filesystem::temp_directory_path() / ("sluice_metrics_" + std::to_string(server.port()));
+        std::ofstream(path) << r.body;
+        const auto check = run_process("promtool check metrics < " + shell_quote(path.string()));
+        std::filesystem::remove(path);
+        EXPECT_EQ(check.status, 0) << check.out << check.err << "\n" << r.body;
+    }
 }
 
 } // namespace

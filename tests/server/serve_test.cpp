@@ -11,11 +11,16 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cctype>
 #include <chrono>
+#include <csignal>
 #include <regex>
 #include <string>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace sluice::test {
 namespace {
@@ -76,6 +81,13 @@ TEST(serve, health_reports_the_loaded_model_and_listening_precedes_loading) {
     const auto o = parse_object(r);
     EXPECT_EQ(o.at("status"), "ok");
     EXPECT_EQ(o.at("model"), "tiny-qwen3moe");
+    // The memory plan, as `sluice inspect --plan` prints it: the tiny model fits, so it is resident.
+    const auto& memory = o.at("memory").as_object();
+    EXPECT_EQ(memory.at("strategy"), "resident");
+    EXPECT_GT(memory.at("budget_bytes").to_number<double>(), 0);
+    EXPECT_LE(memory.at("planned_bytes").to_number<double>(), memory.at("budget_bytes").to_number<double>());
+    EXPECT_EQ(memory.at("cache_slots").to_number<double>(), 0);
+    EXPECT_GT(memory.at("kv_bytes").to_number<double>(), 0);
     const auto log = server.log();
     EXPECT_LT(log.find("listening on"), log.find(" loaded in ")) << log;
 }
@@ -337,6 +349,45 @@ TEST(serve, sigterm_stops_the_server_with_status_zero) {
     server_process server;
     EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
     EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+TEST(serve, server_outlives_its_log_pipe_closing) {
+    // `sluice serve 2>&1 | reader` whose reader exits: the next log line must not kill the server (SIGPIPE).
+    std::array<int, 2> fds{};
+    ASSERT_EQ(::pipe(fds.data()), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(fds[1], STDERR_FILENO);
+        ::close(fds[0]);
+        ::close(fds[1]);
+        ::execl(sluice_exe().c_str(), sluice_exe().c_str(), "serve", "-m", tiny_model().c_str(), "--port", "0",
+                "--threads", "2", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    ::close(fds[1]);
+    std::string text;
+    std::array<char, 4096> buf{};
+    while (text.find(" loaded in ") == std::string::npos) {
+        const auto n = ::read(fds[0], buf.data(), buf.size());
+        if (n <= 0) {
+            break;
+        }
+        text.append(buf.data(), static_cast<std::size_t>(n));
+    }
+    ::close(fds[0]); // the reader leaves
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(127\.0\.0\.1:(\d+))"))) << text;
+    const auto port = static_cast<unsigned short>(std::stoi(m[1].str()));
+    const std::string body = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":3})";
+    EXPECT_EQ(post_json(port, "/v1/chat/completions", body).status, 200); // logs a line into the closed pipe
+    EXPECT_EQ(post_json(port, "/v1/chat/completions", body).status, 200);
+    EXPECT_EQ(send_request(port, "GET", "/health").status, 200);
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "../cli/process.hpp"
 #include "../cli/scratch.hpp"
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -34,10 +35,25 @@ std::filesystem::path tiny_model() {
     return path;
 }
 
-server_process::server_process(const std::vector<std::string>& args) {
+std::uint64_t streaming_budget(const std::vector<std::string>& plan_args, std::uint64_t slots) {
+    std::string cmd = sluice_exe() + " inspect " + shell_quote(tiny_model().string()) +
+                      " --plan --memory-budget 1TiB --disk-bandwidth 1 --threads 2";
+    for (const auto& a : plan_args) {
+        cmd += ' ';
+        cmd += shell_quote(a);
+    }
+    const auto r = run_process(cmd);
+    EXPECT_EQ(r.status, 0) << cmd << "\n" << r.err;
+    const auto plan = boost::json::parse(r.out).as_object();
+    const auto bytes = [&](const char* key) { return static_cast<std::uint64_t>(plan.at(key).to_number<double>()); };
+    const auto slot = bytes("slot_bytes");
+    return bytes("dense_bytes") + bytes("kv_bytes") + bytes("compute_bytes") + slots * slot + slot / 2;
+}
+
+server_process::server_process(const std::vector<std::string>& args, const std::filesystem::path& model) {
     static int counter = 0;
     log_path_ = scratch_dir() / ("serve-" + std::to_string(counter++) + ".log");
-    std::vector<std::string> argv_s{sluice_exe(), "serve", "-m",        tiny_model().string(),
+    std::vector<std::string> argv_s{sluice_exe(), "serve", "-m",        (model.empty() ? tiny_model() : model).string(),
                                     "--port",     "0",     "--threads", "2"};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;

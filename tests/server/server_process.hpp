@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,12 +17,18 @@ const std::string& sluice_exe();
 /// A tiny-qwen3moe q8_0 model made once per test process with `sluice mkmodel`.
 std::filesystem::path tiny_model();
 
+/// A --memory-budget (bytes) that makes `sluice serve <plan_args>` stream the tiny model's experts through
+/// `slots` cache slots: what `sluice inspect --plan` says everything else takes, plus the slots. `plan_args` are
+/// the serve flags the plan depends on besides --threads 2 (--ctx, --parallel).
+std::uint64_t streaming_budget(const std::vector<std::string>& plan_args, std::uint64_t slots);
+
 /// A running server. Starting waits until it listens and has loaded the model; destruction sends SIGTERM
 /// and waits for the exit.
 class server_process {
 public:
-    /// Starts `sluice serve -m <tiny model> --port 0 --threads 2 <args...>`; fails the test on error.
-    explicit server_process(const std::vector<std::string>& args = {});
+    /// Starts `sluice serve -m <model> --port 0 --threads 2 <args...>` (the tiny model when `model` is empty);
+    /// fails the test on error.
+    explicit server_process(const std::vector<std::string>& args = {}, const std::filesystem::path& model = {});
     ~server_process();
     server_process(const server_process&) = delete;
     server_process& operator=(const server_process&) = delete;
