@@ -1,6 +1,7 @@
 // Finding the bundled model: next to an installed executable, or in the source tree of a build.
 #include "cli/default_model.hpp"
 
+#include <iostream>
 #include <system_error>
 
 namespace sluice::cli {
@@ -29,6 +30,21 @@ std::optional<std::filesystem::path> bundled_model() {
             return p;
         }
     }
+    return std::nullopt;
+}
+
+std::optional<std::string> model_or_bundled(const std::string& given, const char* command) {
+    if (!given.empty()) {
+        return given;
+    }
+    if (const auto bundled = bundled_model()) {
+        return bundled->string();
+    }
+    std::cerr << "sluice " << command << ": no --model given and the bundled model is not at";
+    for (const auto& p : bundled_model_candidates()) {
+        std::cerr << " " << p.string();
+    }
+    std::cerr << "\n";
     return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace sluice::cli {
@@ -14,5 +15,9 @@ std::vector<std::filesystem::path> bundled_model_candidates();
 
 /// The first candidate that exists.
 std::optional<std::filesystem::path> bundled_model();
+
+/// `given` when not empty, else the bundled model; nullopt (after telling stderr, prefixed with `command`, where
+/// it looked) when there is none.
+std::optional<std::string> model_or_bundled(const std::string& given, const char* command);
 
 } // namespace sluice::cli

@@ -2,6 +2,8 @@
 // text to stdout (or prints one JSON object with --json); statistics go to stderr. Ctrl-C cancels the generation.
 #include "cli/run_command.hpp"
 
+#include "cli/default_model.hpp"
+
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
 #include "runtime/generate/sampler.hpp"
@@ -201,7 +203,13 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
 
 } // namespace
 
-int run_run(const run_options& opts) {
+int run_run(const run_options& given) {
+    run_options opts = given;
+    const auto chosen = model_or_bundled(opts.model, "run");
+    if (!chosen) {
+        return 1;
+    }
+    opts.model = *chosen;
     const std::uint64_t seed = opts.seed ? *opts.seed : std::random_device{}();
     runtime::sampling_params p;
     p.temperature = opts.temperature;
@@ -255,7 +263,8 @@ int run_run(const run_options& opts) {
 void add_run_command(CLI::App& app) {
     auto o = std::make_shared<run_options>();
     auto* cmd = app.add_subcommand("run", "Generate text from a prompt, streaming it to stdout");
-    cmd->add_option("-m,--model", o->model, "GGUF model file (any part of a split model)")->required();
+    cmd->add_option("-m,--model", o->model,
+                    "GGUF model file (any part of a split model); default: the bundled sluice-tiny-moe");
     cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
     cmd->add_flag("--chat", o->chat, "Send the prompt as one user message through the model's chat template");
     cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (0: until the end)")

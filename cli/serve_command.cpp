@@ -23,18 +23,11 @@ struct serve_args {
 };
 
 int run_serve(serve_args& args) {
-    if (args.options.model.empty()) {
-        const auto bundled = bundled_model();
-        if (!bundled) {
-            std::cerr << "sluice serve: no --model given and the bundled model is not at";
-            for (const auto& p : bundled_model_candidates()) {
-                std::cerr << " " << p.string();
-            }
-            std::cerr << "\n";
-            return 1;
-        }
-        args.options.model = bundled->string();
+    const auto chosen = model_or_bundled(args.options.model, "serve");
+    if (!chosen) {
+        return 1;
     }
+    args.options.model = *chosen;
     auto body = server::parse_size(args.max_body);
     if (!body) {
         std::cerr << "sluice serve: --max-body: " << body.error().message << "\n";
