@@ -1,7 +1,8 @@
 // Runs the README's serving examples as pasted: the shell block (start `sluice serve`, wait for /health, curl a
 // chat completion), the official `openai` SDK block and the `ws` WebSocket block, each found after its
-// `<!-- example: NAME` marker. Only three things are substituted: the executable's path, the demo model's path
-// (a tiny model made here as scripts/run.sh makes it) and port 8080 (a free port). Exits non-zero on failure.
+// `<!-- example: NAME` marker. Only three things are substituted: the executable's path, the path
+// build/release/demo-qwen3moe.gguf should an example name it (a tiny model made here) and port 8080 (a free
+// port); examples without -m serve the bundled model. Exits non-zero on failure.
 // Usage: node readme_examples.mjs SLUICE_EXE README.md NPM_CACHE_DIR
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
