@@ -4,6 +4,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -42,11 +43,16 @@ public:
     boost::asio::awaitable<void> run(std::size_t n_tasks, Fn fn) {
         co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>, void()>(
             [this, n_tasks, &fn](auto handler) {
-                // The last worker to finish posts the resumption to the coroutine's own executor.
+                // The last worker to finish posts the resumption to the coroutine's own executor. A work guard,
+                // released only after the post has returned, keeps the io_context from running out of work
+                // (and being destroyed) while that worker is still inside the post.
                 auto ex = boost::asio::get_associated_executor(handler);
                 auto h = std::make_shared<decltype(handler)>(std::move(handler));
-                submit(n_tasks, task_ref{&fn, &call<Fn>},
-                       [ex, h] { boost::asio::post(ex, [h] { std::move (*h)(); }); });
+                auto work = std::make_shared<boost::asio::executor_work_guard<decltype(ex)>>(ex);
+                submit(n_tasks, task_ref{&fn, &call<Fn>}, [ex, h, work] {
+                    boost::asio::post(ex, [h] { std::move (*h)(); });
+                    work->reset();
+                });
             },
             boost::asio::use_awaitable);
     }

@@ -157,7 +157,9 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
             }
             for (std::uint32_t il = first_layer; il < hp.n_layer; ++il) {
                 if (!arch_->forward_layer(ctx, il, m)) {
-                    stopped_at = il; // every member stops at the same layer
+                    if (m.index == 0) {
+                        stopped_at = il; // every member stops at the same layer; one writes it
+                    }
                     return;
                 }
             }
