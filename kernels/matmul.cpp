@@ -69,10 +69,16 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
     }
     // Tokens in groups of four share each weight block's unpacking where the format has a dot4 kernel.
     const std::size_t grouped = k.dot4 != nullptr ? n_tokens / 4 * 4 : 0;
-    const std::size_t tile = tile_rows(w_row_bytes);
+    // A several-row kernel walks 16 rows per column chunk, so its tile holds at least that many.
+    const std::size_t tile = std::max<std::size_t>(tile_rows(w_row_bytes), k.dot4_rows != nullptr ? 16 : 1);
     for (std::size_t r0 = row_begin; r0 < row_end; r0 += tile) {
         const std::size_t r1 = std::min(row_end, r0 + tile);
         for (std::size_t t = 0; t < grouped; t += 4) {
+            if (k.dot4_rows != nullptr) {
+                k.dot4_rows(cols, wb + r0 * w_row_bytes, w_row_bytes, r1 - r0, ab + t * act_stride, act_stride,
+                            y + t * y_stride + r0, y_stride);
+                continue;
+            }
             for (std::size_t r = r0; r < r1; ++r) {
                 float out[4];
                 k.dot4(cols, wb + r * w_row_bytes, ab + t * act_stride, act_stride, out);

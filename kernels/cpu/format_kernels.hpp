@@ -18,6 +18,10 @@ using dot_fn = float (*)(std::size_t n, const void* w, const void* act);
 /// Dot products of one weight row with 4 prepared activation rows (row t at act + t*act_stride) into out[0..3];
 /// each result equals what dot_fn gives up to float summation order. Shares the weight unpacking across tokens.
 using dot4_fn = void (*)(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+/// dot4 for `n_rows` weight rows (row r at w + r*w_stride) into out[t*out_stride + r], bit-identical to calling
+/// dot4 row by row; a format provides it where a tile of several rows shares the activation loads (F16 at AVX-512).
+using dot4_rows_fn = void (*)(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                              std::size_t act_stride, float* out, std::size_t out_stride);
 /// Quantizes `n` floats (a multiple of the activation block) into prepared activation blocks.
 using prepare_fn = void (*)(const float* src, void* dst, std::size_t n);
 
@@ -25,7 +29,8 @@ struct format_kernels {
     act_format act;
     dequantize_fn dequantize;
     dot_fn dot;
-    dot4_fn dot4 = nullptr; ///< optional multi-token kernel for prefill
+    dot4_fn dot4 = nullptr;           ///< optional multi-token kernel for prefill
+    dot4_rows_fn dot4_rows = nullptr; ///< optional several-row form of dot4 (needs dot4)
 };
 
 /// Per-ISA tables; a null result means the format has no kernels at that level.

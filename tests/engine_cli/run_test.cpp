@@ -167,11 +167,19 @@ TEST(sluice_run, chat_without_a_template_fails_with_a_message) {
 }
 
 TEST(sluice_run, missing_required_flags_fail) {
-    for (const char* args : {" run", " run -p hi", " run -m x.gguf"}) {
+    for (const char* args : {" run", " run -m x.gguf", " run -m /nonexistent/x.gguf -p hi"}) {
         const auto r = run_process(sluice_exe() + args);
         EXPECT_NE(r.status, 0) << args;
         EXPECT_FALSE(r.err.empty()) << args;
     }
+}
+
+TEST(sluice_run, without_a_model_it_runs_the_bundled_one) {
+    const auto r = run_process(sluice_exe() + " run --chat -p " + shell_quote("What is 478 + 356?") +
+                               " --temp 0 --threads 2 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json::parse(r.out);
+    EXPECT_EQ(v.at("text").as_string(), "834") << r.out; // the trained model's answer (tests/fixtures/trained)
 }
 
 TEST(sluice_run, interrupt_ends_the_generation_with_finish_reason_cancelled) {

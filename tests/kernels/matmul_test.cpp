@@ -63,6 +63,27 @@ TEST(matmul, batched_rows_and_tokens_equal_single_dots_exactly) {
     }
 }
 
+TEST(matmul, f16_prefill_over_long_rows_equals_single_dots_exactly) {
+    // Long enough rows that the AVX-512 several-row kernel walks more than two column chunks (1024), plus a
+    // 64-value remainder, a 16-value remainder and a scalar tail (2600 = 2 * 1024 + 8 * 64 + 2 * 16 + 8).
+    std::mt19937 rng(12);
+    for (isa_level isa : supported_isas()) {
+        for (auto [rows, tokens] : {std::pair<std::size_t, std::size_t>{19, 9}, {3, 4}}) {
+            problem p{quant_type::f16, rows, 2600, tokens, {}, {}, 0};
+            p.w = test::random_weights(rng, p.type, rows, p.cols);
+            p.rb = *row_bytes(p.type, p.cols);
+            const auto x = test::random_floats(rng, p.cols * tokens);
+            p.act.resize(prepared_row_bytes(p.type, p.cols) * tokens);
+            prepare_activations(p.type, x.data(), p.cols, tokens, p.cols, p.act.data(), isa);
+            const auto ref = one_by_one(p, isa);
+            std::vector<float> y(rows * tokens);
+            matmul_prepared(p.type, p.w.data(), p.rb, 0, rows, p.cols, p.act.data(), tokens, y.data(), rows, isa);
+            ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * sizeof(float)), 0)
+                << isa_name(isa) << " rows " << rows << " tokens " << tokens;
+        }
+    }
+}
+
 TEST(matmul, convenience_matmul_equals_prepared_path) {
     std::mt19937 rng(11);
     const quant_type type = quant_type::q4_k;
