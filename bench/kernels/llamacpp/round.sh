@@ -2,7 +2,7 @@
 # One round of the side-by-side: llama.cpp (ggml) and Sluice alternating, each run with other compilers paused
 # and started only once no other process (tests, servers) is using more than 20% of a core (waits up to 90 s).
 set -u
-Q=${QUIET:-}  # optional wrapper (e.g. one that pauses other processes while it runs)
+Q=${QUIET-$(cd "$(dirname "$0")/../.." && pwd)/quiet.sh}  # pauses other compilers while each step runs
 G=${GGML_MM_BENCH:-/work/llamacpp-bench/ggml_mm_bench}
 S=${KERNELS_BENCH:-$(cd "$(dirname "$0")/../../.." && pwd)/build/release/bench/kernels/kernels_bench}
 layout=${1:-repack}
