@@ -78,7 +78,8 @@ std::vector<std::string> heldout_answers(const server_process& server) {
     EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
     std::vector<std::string> out;
     if (r.status == 0) {
-        for (const auto& a : boost::json::parse(r.out).at("answers").as_array()) {
+        const auto reply = boost::json::parse(r.out); // named: the loop below must not outlive it
+        for (const auto& a : reply.at("answers").as_array()) {
             EXPECT_TRUE(a.is_string()) << r.out;
             out.emplace_back(a.is_string() ? std::string(a.as_string()) : boost::json::serialize(a));
         }
@@ -105,10 +106,9 @@ std::uint64_t budget_for_slots(const std::vector<std::string>& args, std::uint64
 
 // The same 200 questions with the experts streamed from disk through a cache of a quarter of them (32 of 128,
 // about 2 MB of the model's 12 MB of experts) give exactly the answers of the fully resident server. One slot
-// and one question at a time: a slot reuses the KV cache of the prompt prefix it shares with its previous
-// request, and which request a slot served before depends on timing when several run at once; a different
-// split of the prompt between reuse and prefill changes the last bits of the logits (batched prefill equals
-// token-by-token within 1e-4, not bit for bit), which can flip a near-tie.
+// and one question at a time, so both servers split every prompt the same way between the KV cache it reuses
+// from the previous request and the part it prefills (with several slots that split depends on timing, and
+// batched prefill equals token-by-token only within 1e-4, not bit for bit).
 TEST(trained_model, answers_with_experts_streamed_are_identical_to_resident) {
     const std::vector<std::string> args{"--parallel", "1", "--ctx", "256"};
     std::vector<std::string> resident;
