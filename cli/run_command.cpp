@@ -22,6 +22,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -89,7 +90,22 @@ struct run_report {
     std::vector<double> per_token_ms;
     generation_summary summary;
     std::uint64_t seed = 0;
+    std::optional<models::expert_cache_counters> experts; ///< when the model streams its experts
 };
+
+/// What the expert cache did during the run.
+json::object experts_json(const models::expert_cache_counters& c) {
+    return json::object{{"bytes_read", c.bytes_read},
+                        {"reads", c.reads},
+                        {"read_gbps", c.read_bytes_per_s() / 1e9},
+                        {"bytes_per_token", c.bytes_per_token()},
+                        {"hits", c.hits},
+                        {"misses", c.misses},
+                        {"hit_rate", c.hit_rate()},
+                        {"prefetch_issued", c.prefetch_issued},
+                        {"prefetch_accuracy", c.prefetch_accuracy()},
+                        {"slots", c.slots}};
+}
 
 /// Decode throughput: the steps after the first token (the first one comes from the prefill's logits).
 struct decode_rate {
@@ -111,7 +127,7 @@ json::object report_json(const run_report& r) {
     const auto& s = r.summary;
     const auto decode = decode_of(r);
     json::array per_token(r.per_token_ms.begin(), r.per_token_ms.end());
-    return json::object{
+    json::object out{
         {"prompt_tokens", json::array(r.prompt_tokens.begin(), r.prompt_tokens.end())},
         {"tokens", json::array(r.tokens.begin(), r.tokens.end())},
         {"text", r.text},
@@ -123,6 +139,10 @@ json::object report_json(const run_report& r) {
                                  {"decode_tokens_per_s", decode.per_second()},
                                  {"per_token_ms", std::move(per_token)}}},
     };
+    if (r.experts) {
+        out["experts"] = experts_json(*r.experts);
+    }
+    return out;
 }
 
 void print_statistics(const run_report& r) {
@@ -134,6 +154,15 @@ void print_statistics(const run_report& r) {
                  decode.steps, decode.ms, decode.per_second());
     std::fprintf(stderr, "finish     %s (seed %llu)\n", std::string(to_string(s.reason)).c_str(),
                  static_cast<unsigned long long>(r.seed));
+    if (r.experts) {
+        const auto& c = *r.experts;
+        std::fprintf(stderr,
+                     "experts    %.1f MB read from disk in %llu reads (%.2f GB/s while reading), hit rate %.1f%%, "
+                     "prefetch %.0f%% used, %llu cache slots\n",
+                     static_cast<double>(c.bytes_read) / 1e6, static_cast<unsigned long long>(c.reads),
+                     c.read_bytes_per_s() / 1e9, 100.0 * c.hit_rate(), 100.0 * c.prefetch_accuracy(),
+                     static_cast<unsigned long long>(c.slots));
+    }
 }
 
 /// Pulls every event of `stream` into `report`, writing each piece of text to stdout as it comes when `print`.
@@ -191,6 +220,9 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
         std::cout.flush();
         std::cerr << "\nsluice run: " << r.error().message << "\n";
         co_return 1;
+    }
+    if (m->plan().streams()) {
+        report.experts = m->expert_counters();
     }
     if (opts.json) {
         std::cout << json::serialize(report_json(report)) << "\n";

@@ -174,6 +174,28 @@ TEST(sluice_run, missing_required_flags_fail) {
     }
 }
 
+// With a budget that streams the experts, the report says what the expert cache read; resident, it says nothing.
+TEST(sluice_run, a_streaming_run_reports_its_expert_reads) {
+    const auto plan = run_process(sluice_exe() + " inspect --plan --memory-budget 1TiB --ctx 256 --threads 2 " +
+                                  "--disk-bandwidth 1 " + shell_quote(tiny_moe_model().string()));
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    const auto p = json::parse(plan.out).as_object();
+    const auto bytes = [&](const char* key) { return static_cast<std::uint64_t>(p.at(key).to_number<double>()); };
+    const auto budget = bytes("dense_bytes") + bytes("kv_bytes") + bytes("compute_bytes") + 5 * bytes("slot_bytes");
+    const auto streamed = sluice_run("-p hi -n 4 --ctx 256 --json --seed 1 --disk-bandwidth 1 --memory-budget " +
+                                     std::to_string(budget));
+    ASSERT_EQ(streamed.status, 0) << streamed.err;
+    const auto v = json::parse(streamed.out).as_object();
+    ASSERT_TRUE(v.contains("experts")) << streamed.out;
+    EXPECT_GT(v.at("experts").at("bytes_read").to_number<double>(), 0.0);
+    EXPECT_EQ(v.at("experts").at("slots").to_number<std::int64_t>(), 5);
+    EXPECT_NE(streamed.err.find("experts "), std::string::npos) << streamed.err;
+    const auto resident = sluice_run("-p hi -n 4 --ctx 256 --json --seed 1");
+    ASSERT_EQ(resident.status, 0) << resident.err;
+    EXPECT_FALSE(json::parse(resident.out).as_object().contains("experts"));
+    EXPECT_EQ(json::parse(resident.out).at("tokens"), v.at("tokens")); // same output either way
+}
+
 TEST(sluice_run, without_a_model_it_runs_the_bundled_one) {
     const auto r = run_process(sluice_exe() + " run --chat -p " + shell_quote("What is 478 + 356?") +
                                " --temp 0 --threads 2 --json");
