@@ -267,9 +267,7 @@ int run_bench(const bench_options& opts) {
     }
     model_options model_opts;
     model_opts.n_threads = opts.threads;
-    model_opts.memory_budget = memory->budget;
-    model_opts.disk_bandwidth = memory->disk_bandwidth;
-    model_opts.prefetch = memory->prefetch;
+    memory->apply_to(model_opts);
     asio::io_context ioc;
     int status = 1;
     asio::co_spawn(ioc, run_benchmark(opts, model_opts), [&](std::exception_ptr e, int rc) {

@@ -2,6 +2,7 @@
 #include "cli/memory_flags.hpp"
 
 #include "runtime/engine/memory_plan.hpp"
+#include "runtime/engine/model.hpp"
 
 #include <cmath>
 
@@ -17,6 +18,12 @@ void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
         cmd.add_flag("--no-prefetch", flags.no_prefetch,
                      "When streaming experts, read only the experts chosen, not the next layer's ahead");
     }
+}
+
+void memory_settings::apply_to(model_options& options) const noexcept {
+    options.memory_budget = budget;
+    options.disk_bandwidth = disk_bandwidth;
+    options.prefetch = prefetch;
 }
 
 result<memory_settings> check_memory_flags(const memory_flags& flags) {

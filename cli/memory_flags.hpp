@@ -9,6 +9,10 @@
 #include <cstdint>
 #include <string>
 
+namespace sluice {
+struct model_options;
+} // namespace sluice
+
 namespace sluice::cli {
 
 /// The flags as typed.
@@ -23,6 +27,9 @@ struct memory_settings {
     std::uint64_t budget = 0;
     double disk_bandwidth = 0;
     bool prefetch = true;
+
+    /// Sets the matching fields of the library's load options.
+    void apply_to(model_options& options) const noexcept;
 };
 
 /// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch when `with_prefetch`.

@@ -262,9 +262,7 @@ int run_run(const run_options& given) {
     model_options model_opts;
     model_opts.n_ctx = opts.ctx;
     model_opts.n_threads = opts.threads;
-    model_opts.memory_budget = memory->budget;
-    model_opts.disk_bandwidth = memory->disk_bandwidth;
-    model_opts.prefetch = memory->prefetch;
+    memory->apply_to(model_opts);
 
     asio::io_context ioc;
     asio::cancellation_signal cancel;

@@ -21,11 +21,6 @@ namespace {
 constexpr std::uint64_t page = 4096;
 constexpr std::uint32_t no_layer = std::numeric_limits<std::uint32_t>::max();
 
-// Bytes reserved in a slot for one slab: room for the slab read as a page-aligned range from any offset.
-std::uint64_t region_bytes(std::uint64_t slab_bytes) {
-    return (slab_bytes + 2 * page - 1) & ~(page - 1);
-}
-
 } // namespace
 
 result<cache_policy> parse_cache_policy(std::string_view name) {
@@ -94,7 +89,7 @@ void expert_cache::push_recent(std::int32_t s) noexcept {
     lru_tail_ = s;
 }
 
-std::int32_t expert_cache::take_victim(std::uint32_t avoid_a, std::uint32_t avoid_b) noexcept {
+std::int32_t expert_cache::take_victim(std::uint32_t avoid_layer) noexcept {
     if (!free_.empty()) {
         const auto s = free_.back();
         free_.pop_back();
@@ -105,7 +100,7 @@ std::int32_t expert_cache::take_victim(std::uint32_t avoid_a, std::uint32_t avoi
     for (auto s = lru_head_; s != none; s = slots_[static_cast<std::size_t>(s)].next) {
         const auto& x = slots_[static_cast<std::size_t>(s)];
         const auto layer = static_cast<std::uint32_t>(x.layer);
-        if (layer == avoid_a || layer == avoid_b) {
+        if (layer == avoid_layer) {
             continue;
         }
         if (policy_ == cache_policy::lru) {
@@ -249,7 +244,7 @@ bool expert_cache::start_load(std::uint32_t layer, std::int32_t expert, bool pre
     if (slot_of(layer, expert) != none) {
         return true; // loading or loaded already: the read in flight is shared
     }
-    const auto s = take_victim(avoid_layer, no_layer);
+    const auto s = take_victim(avoid_layer);
     if (s == none) {
         return false;
     }
@@ -317,11 +312,8 @@ void expert_cache::submit_pending() {
         const std::uint64_t lo = offset & ~(page - 1);
         const std::uint64_t hi = std::min<std::uint64_t>((offset + slab.bytes + page - 1) & ~(page - 1), f.size());
         // (hi < offset + bytes only for a file shorter than its header says: the read then fails at its end.)
-        std::uint64_t region = 0;
-        for (std::uint32_t i = 0; i < part.part; ++i) {
-            region += region_bytes(ll.slabs[i].bytes);
-        }
-        std::byte* base = pool_.data() + static_cast<std::size_t>(part.slot) * layout_.slot_bytes + region;
+        std::byte* base = pool_.data() + static_cast<std::size_t>(part.slot) * layout_.slot_bytes +
+                          layout_.region_offset(static_cast<std::uint32_t>(x.layer), part.part);
         x.ptr[part.part] = base + (offset - lo);
         // The last expert of a file may end short of a page: its range stops at the end of the file.
         const std::span<std::byte> dest(base, static_cast<std::size_t>(std::max(hi, offset + slab.bytes) - lo));

@@ -143,7 +143,7 @@ private:
     [[nodiscard]] std::int32_t& slot_of(std::uint32_t layer, std::int32_t expert) noexcept;
     void unlink(std::int32_t s) noexcept;
     void push_recent(std::int32_t s) noexcept;
-    std::int32_t take_victim(std::uint32_t avoid_a, std::uint32_t avoid_b) noexcept;
+    std::int32_t take_victim(std::uint32_t avoid_layer) noexcept;
     void pin(std::int32_t s, std::int32_t expert, expert_handles& out) noexcept;
     bool start_load(std::uint32_t layer, std::int32_t expert, bool prefetch, std::uint32_t avoid_layer);
 

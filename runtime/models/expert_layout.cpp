@@ -17,6 +17,18 @@ std::uint64_t expert_layout::aligned_extent(std::uint64_t offset, std::uint64_t 
     return hi - lo;
 }
 
+std::uint64_t expert_layout::region_bytes(std::uint64_t slab_bytes) noexcept {
+    return (slab_bytes + 2 * page - 1) & ~(page - 1);
+}
+
+std::uint64_t expert_layout::region_offset(std::uint32_t layer, std::uint32_t part) const noexcept {
+    std::uint64_t offset = 0;
+    for (std::uint32_t i = 0; i < part; ++i) {
+        offset += region_bytes(layers[layer].slabs[i].bytes);
+    }
+    return offset;
+}
+
 result<expert_layout> make_expert_layout(const gguf::model_files& files, const model_hparams& hp) {
     expert_layout out;
     out.layers.resize(hp.n_layer);
@@ -42,9 +54,7 @@ result<expert_layout> make_expert_layout(const gguf::model_files& files, const m
             }
             l.slabs[i] = {t->split, t->offset, t->expert_stride()};
             l.n_expert = static_cast<std::uint32_t>(t->expert_count());
-            // The worst alignment over the experts of this slab: offsets step by the stride, so take the bound.
-            const std::uint64_t extent = (t->expert_stride() + 2 * page - 1) & ~(page - 1);
-            slot += extent;
+            slot += expert_layout::region_bytes(t->expert_stride()); // whatever the alignment of each expert
             read += expert_layout::aligned_extent(t->offset, t->expert_stride());
             out.total_bytes += t->expert_stride() * t->expert_count();
         }

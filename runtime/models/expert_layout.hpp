@@ -39,6 +39,10 @@ struct expert_layout {
 
     /// Bytes of a slab's aligned read range: [offset & ~4095, round_up(offset + bytes, 4096)).
     [[nodiscard]] static std::uint64_t aligned_extent(std::uint64_t offset, std::uint64_t bytes) noexcept;
+    /// Bytes a slot reserves for a slab of `slab_bytes`: room for its aligned range from any file offset.
+    [[nodiscard]] static std::uint64_t region_bytes(std::uint64_t slab_bytes) noexcept;
+    /// Where slab `part` (0 gate, 1 up, 2 down) of layer `layer` starts inside a slot.
+    [[nodiscard]] std::uint64_t region_offset(std::uint32_t layer, std::uint32_t part) const noexcept;
 };
 
 /// The expert layout of `files` for `hp` (empty `layers`/zero sizes for a model without routed experts).

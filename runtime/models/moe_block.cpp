@@ -34,6 +34,38 @@ void distinct_experts(forward_scratch& s, std::size_t n_tok, std::size_t k) {
     }
 }
 
+// Where one choice of experts goes: the normalised input, the router logits, and each token's top-k.
+struct choice_buffers {
+    float* xn;
+    float* logits;
+    std::int32_t* ids;
+    float* weights;
+};
+
+// Layer `il`'s router choice for every token of the batch's residual stream x: its norm into xn, prepared as
+// `in`, its router logits, then the top-k of each token.
+void choose_experts(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, choice_buffers out,
+                    const team_member& m) {
+    const auto& hp = ctx.hparams();
+    const auto& l = ctx.layer(il);
+    auto& s = ctx.scratch();
+    const std::size_t n_embd = hp.n_embd;
+    const std::size_t k = hp.n_expert_used;
+    const slice tok(ctx.n_tokens, m.index, m.count);
+    for (std::size_t i = tok.begin; i < tok.end; ++i) {
+        kernels::rms_norm(s.x.data() + i * n_embd, l.ffn_norm.f32(), out.xn + i * n_embd, n_embd, hp.rms_eps);
+    }
+    prepare_rows(in, out.xn, tok);
+    m.sync();
+    matmul_share(l.router, in, ctx.n_tokens, out.logits, hp.n_expert, m.index, m.count);
+    m.sync();
+    for (std::size_t i = tok.begin; i < tok.end; ++i) {
+        kernels::route_top_k(out.logits + i * hp.n_expert, hp.n_expert, k, kernels::router_scoring::softmax, nullptr,
+                             hp.expert_weights_norm, out.ids + i * k, out.weights + i * k);
+    }
+    m.sync(); // every token's choice is written before anyone reads them all
+}
+
 // The next MoE layer's predicted choice: its router applied to this layer's residual stream (normalised with
 // its own norm), the distinct top-k of all tokens into s.pred_unique. Empty when there is no next MoE layer.
 void predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
@@ -47,58 +79,26 @@ void predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
         }
         return;
     }
-    const auto& l = ctx.layer(next);
-    const std::size_t n_tok = ctx.n_tokens;
-    const std::size_t n_embd = hp.n_embd;
-    const std::size_t k = hp.n_expert_used;
-    const auto in = plan_input(s, 6, {l.router.type}, n_embd, n_tok);
-    const slice tok(n_tok, m.index, m.count);
-    for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::rms_norm(s.x.data() + i * n_embd, l.ffn_norm.f32(), s.pred_xn.data() + i * n_embd, n_embd,
-                          hp.rms_eps);
-    }
-    prepare_rows(in, s.pred_xn.data(), tok);
-    m.sync();
-    matmul_share(l.router, in, n_tok, s.pred_router.data(), hp.n_expert, m.index, m.count);
-    m.sync();
-    for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::route_top_k(s.pred_router.data() + i * hp.n_expert, hp.n_expert, k, kernels::router_scoring::softmax,
-                             nullptr, hp.expert_weights_norm, s.pred_ids.data() + i * k,
-                             s.pred_weights.data() + i * k);
-    }
-    m.sync();
+    const auto in = plan_input(s, 6, {ctx.layer(next).router.type}, hp.n_embd, ctx.n_tokens);
+    choose_experts(ctx, next, in, {s.pred_xn.data(), s.pred_router.data(), s.pred_ids.data(), s.pred_weights.data()},
+                   m);
     if (m.index == 0) {
-        s.pred_unique.assign(s.pred_ids.begin(), s.pred_ids.begin() + static_cast<std::ptrdiff_t>(n_tok * k));
+        const auto n_sel = static_cast<std::ptrdiff_t>(std::size_t{ctx.n_tokens} * hp.n_expert_used);
+        s.pred_unique.assign(s.pred_ids.begin(), s.pred_ids.begin() + n_sel);
         std::sort(s.pred_unique.begin(), s.pred_unique.end());
         s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
     }
 }
 
-// Norm, router logits and the top-k choice of every token; the next layer's prediction; then (member 0) pin
-// what is usable and request the rest.
+// The choice of every token, the next layer's prediction, then (member 0) pin what is usable and request the
+// rest.
 void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
     const auto& hp = ctx.hparams();
-    const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
-    const std::size_t n_tok = ctx.n_tokens;
-    const std::size_t n_embd = hp.n_embd;
-    const std::size_t k = hp.n_expert_used;
-    const slice tok(n_tok, m.index, m.count);
-    for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::rms_norm(s.x.data() + i * n_embd, l.ffn_norm.f32(), s.xn.data() + i * n_embd, n_embd, hp.rms_eps);
-    }
-    prepare_rows(in, s.xn.data(), tok);
-    m.sync();
-    matmul_share(l.router, in, n_tok, s.router.data(), hp.n_expert, m.index, m.count);
-    m.sync();
-    for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::route_top_k(s.router.data() + i * hp.n_expert, hp.n_expert, k, kernels::router_scoring::softmax,
-                             nullptr, hp.expert_weights_norm, s.ids.data() + i * k, s.weights.data() + i * k);
-    }
-    m.sync(); // every token's choice is in s.ids before member 0 reads them all
+    choose_experts(ctx, il, in, {s.xn.data(), s.router.data(), s.ids.data(), s.weights.data()}, m);
     predict_next(ctx, il, m);
     if (m.index == 0) {
-        distinct_experts(s, n_tok, k);
+        distinct_experts(s, ctx.n_tokens, hp.n_expert_used);
         auto& src = ctx.experts();
         const std::size_t pinned = src.try_pin(il, s.unique_ids, s.expert_states, s.experts);
         if (pinned < s.unique_ids.size() || !s.pred_unique.empty()) {
