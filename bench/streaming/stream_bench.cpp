@@ -19,8 +19,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -131,13 +133,32 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stream_bench: %s\n", budget.error().message.c_str());
         return 2;
     }
-    const std::uint32_t tokens = argc > 3 ? static_cast<std::uint32_t>(std::stoul(argv[3])) : 32;
-    const std::uint32_t warmup = argc > 4 ? static_cast<std::uint32_t>(std::stoul(argv[4])) : 8;
+    // A whole non-negative number, or the usage message and status 2.
+    auto count = [&](int i, unsigned long fallback) -> std::optional<unsigned long> {
+        if (argc <= i) {
+            return fallback;
+        }
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(argv[i], &end, 10);
+        if (end == argv[i] || *end != '\0' || argv[i][0] == '-') {
+            std::fprintf(stderr, "stream_bench: argument %d (\"%s\") is not a whole number\n", i, argv[i]);
+            return std::nullopt;
+        }
+        return v;
+    };
+    const auto tokens = count(3, 32), warmup = count(4, 8), threads = count(5, 0), prefetch = count(6, 1);
+    if (!tokens || !warmup || !threads || !prefetch) {
+        return 2;
+    }
+    if (*tokens == 0 || *warmup == 0) {
+        std::fprintf(stderr, "stream_bench: tokens and warmup must be at least 1\n");
+        return 2;
+    }
     model_options opts;
     opts.memory_budget = *budget;
     opts.n_ctx = 512;
-    opts.n_threads = argc > 5 ? std::stoul(argv[5]) : 0;
-    opts.prefetch = argc > 6 ? std::stoi(argv[6]) != 0 : true;
+    opts.n_threads = *threads;
+    opts.prefetch = *prefetch != 0;
     if (argc > 7) {
         auto policy = models::parse_cache_policy(argv[7]);
         if (!policy) {
@@ -169,7 +190,7 @@ int main(int argc, char** argv) {
     req.sampling.top_p = 1.0f;
     req.sampling.min_p = 0.0f;
     req.sampling.seed = 1;
-    req.max_tokens = warmup + tokens;
+    req.max_tokens = static_cast<std::uint32_t>(*warmup + *tokens);
     req.ignore_eos = true;
     session s(m, 512);
     using clock = std::chrono::steady_clock;
@@ -192,7 +213,7 @@ int main(int argc, char** argv) {
                 continue;
             }
             generated.push_back((*ev)->token);
-            if (++seen == warmup) {
+            if (++seen == *warmup) {
                 start_counters = m->expert_counters();
                 start = clock::now();
             }
@@ -205,7 +226,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto end_counters = m->expert_counters();
-    const std::uint64_t timed = seen - warmup;
+    const std::uint64_t timed = seen - *warmup;
     const auto plan = m->plan();
     json::object out{
         {"model", path},
