@@ -51,5 +51,12 @@ void dot4_rows_f16(std::size_t n, const void* w, std::size_t w_stride, std::size
                    std::size_t act_stride, float* out, std::size_t out_stride);
 void dot4_q8_0(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_q4_0(std::size_t n, const void* w, const void* act);
+void dot4_q4_0(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_q4_1(std::size_t n, const void* w, const void* act);
+float dot_q5_0(std::size_t n, const void* w, const void* act);
+float dot_q5_1(std::size_t n, const void* w, const void* act);
+float dot_iq4_nl(std::size_t n, const void* w, const void* act);
+float dot_iq4_xs(std::size_t n, const void* w, const void* act);
 
 } // namespace sluice::kernels::avx512

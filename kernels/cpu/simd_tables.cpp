@@ -47,6 +47,12 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels q4_k{act_format::q8_k, avx2::dequantize_q4_k, avx512::dot_q4_k, avx512::dot4_q4_k};
     static constexpr format_kernels q6_k{act_format::q8_k, avx2::dequantize_q6_k, avx512::dot_q6_k, avx512::dot4_q6_k};
     static constexpr format_kernels q5_k{act_format::q8_k, avx2::dequantize_q5_k, avx512::dot_q5_k};
+    static constexpr format_kernels q4_0{act_format::q8_0, avx2::dequantize_q4_0, avx512::dot_q4_0, avx512::dot4_q4_0};
+    static constexpr format_kernels q4_1{act_format::q8_0, avx2::dequantize_q4_1, avx512::dot_q4_1};
+    static constexpr format_kernels q5_0{act_format::q8_0, avx2::dequantize_q5_0, avx512::dot_q5_0};
+    static constexpr format_kernels q5_1{act_format::q8_0, avx2::dequantize_q5_1, avx512::dot_q5_1};
+    static constexpr format_kernels iq4_nl{act_format::q8_0, avx2::dequantize_iq4_nl, avx512::dot_iq4_nl};
+    static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx512::dot_iq4_xs};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
@@ -55,6 +61,12 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     case quant_type::q4_k: return &q4_k;
     case quant_type::q5_k: return &q5_k;
     case quant_type::q6_k: return &q6_k;
+    case quant_type::q4_0: return &q4_0;
+    case quant_type::q4_1: return &q4_1;
+    case quant_type::q5_0: return &q5_0;
+    case quant_type::q5_1: return &q5_1;
+    case quant_type::iq4_nl: return &iq4_nl;
+    case quant_type::iq4_xs: return &iq4_xs;
     default: return nullptr;
     }
 }
