@@ -22,8 +22,13 @@ double fma_loop_avx512(std::size_t iters);
 
 /// Sum of the 64-bit words of `bytes` (a multiple of 128) with 32-byte loads; needs AVX2.
 std::uint64_t read_sum_avx2(const std::uint8_t* p, std::size_t bytes);
-/// The same with 64-byte loads, eight in flight per step (`bytes` a multiple of 512); needs AVX-512F.
+/// The same with 64-byte loads in address order (`bytes` a multiple of 256); needs AVX-512F/BW.
 std::uint64_t read_sum_avx512(const std::uint8_t* p, std::size_t bytes);
+
+/// read_sum_avx512 with a dependent chain of `work` 512-bit multiply-adds on each 64-byte line (work in
+/// {0, 1, 2, 3, 4, 6, 8}; other values run 12); needs AVX-512F/BW. Measures how much a core's own work per line
+/// costs its streaming rate from DRAM (kernels_bench overlap).
+std::uint64_t read_work_avx512(const std::uint8_t* p, std::size_t bytes, int work);
 
 /// Seconds since an arbitrary epoch (steady clock).
 double now_seconds();
