@@ -39,28 +39,28 @@ std::unique_ptr<std::uint8_t[]> make_buffer(std::size_t bytes) {
 
 // y = W x over `threads` contiguous row ranges; activation preparation is part of the timed work.
 void matvec(runtime::compute_pool& pool, std::size_t threads, quant_type type, const std::uint8_t* w, shape s,
-            const float* x, std::uint8_t* act, float* y) {
-    kernels::prepare_activations(type, x, s.cols, 1, s.cols, act);
+            const float* x, std::uint8_t* act, float* y, kernels::isa_level isa) {
+    kernels::prepare_activations(type, x, s.cols, 1, s.cols, act, isa);
     const std::size_t rb = *kernels::row_bytes(type, s.cols);
     pool.run_blocking(threads, [&](std::size_t i) {
         const std::size_t r0 = s.rows * i / threads, r1 = s.rows * (i + 1) / threads;
-        kernels::matmul_prepared(type, w, rb, r0, r1, s.cols, act, 1, y, s.rows);
+        kernels::matmul_prepared(type, w, rb, r0, r1, s.cols, act, 1, y, s.rows, isa);
     });
 }
 
 double decode_gbs(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, const std::uint8_t* buf,
-                  std::size_t buf_bytes, bool hot = false) {
+                  std::size_t buf_bytes, bool hot = false, kernels::isa_level isa = kernels::active_isa()) {
     const std::size_t mat_bytes = *kernels::row_bytes(type, s.cols) * s.rows;
     const std::size_t n_mats =
         hot ? 1 : std::max<std::size_t>(2, std::min(working_set_target, buf_bytes) / mat_bytes);
     std::vector<float> x(s.cols, 0.5f), y(s.rows);
     std::vector<std::uint8_t> act(kernels::prepared_row_bytes(type, s.cols));
-    matvec(pool, threads, type, buf, s, x.data(), act.data(), y.data()); // warm-up
+    matvec(pool, threads, type, buf, s, x.data(), act.data(), y.data(), isa); // warm-up
     std::size_t calls = 0;
     const double t0 = now_seconds();
     double dt = 0;
     while (dt < 0.25 || calls < n_mats) {
-        matvec(pool, threads, type, buf + (calls % n_mats) * mat_bytes, s, x.data(), act.data(), y.data());
+        matvec(pool, threads, type, buf + (calls % n_mats) * mat_bytes, s, x.data(), act.data(), y.data(), isa);
         ++calls;
         dt = now_seconds() - t0;
     }
@@ -98,11 +98,23 @@ paired decode_vs_read(runtime::compute_pool& pool, std::size_t threads, quant_ty
                         [&] { return decode_gbs(pool, threads, type, s, buf, buf_bytes); });
 }
 
+// Two threads' FMA peak against twice one thread's: how much of the second core the VM's host left us.
+double second_core_share(runtime::compute_pool* pools[2]) {
+    const auto isa = kernels::active_isa();
+    return peak_gflops(isa, 2, *pools[1]) / (2 * peak_gflops(isa, 1, *pools[0]));
+}
+
 void run_decode(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size_t buf_bytes) {
+    const double share_before = second_core_share(pools);
     std::printf("\n| format | matrix (cols x rows) | MiB/matrix | 1 thread GB/s | read GB/s | %% | "
                 "2 threads GB/s | read GB/s | %% |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     const shape shapes[] = {{2048, 768}, {768, 2048}, {2048, 151936}, {4096, 4096}};
+    // Two seconds of the same work first: the first seconds of two-thread decode ran 15-20 % slow here.
+    for (int i = 0; i < 4; ++i) {
+        decode_gbs(*pools[i % 2], 1 + i % 2, quant_type::q4_k, shapes[0], buf, buf_bytes);
+        read_bandwidth_gbs(*pools[i % 2], 1 + i % 2, buf, 1ull << 30);
+    }
     for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16}) {
         for (shape s : shapes) {
             const double mib = static_cast<double>(*kernels::row_bytes(type, s.cols) * s.rows) / (1 << 20);
@@ -115,15 +127,28 @@ void run_decode(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::s
             std::fflush(stdout);
         }
     }
+    std::printf("\n2 threads ran at %.0f%% of twice one thread's FMA peak before the table, %.0f%% after.\n",
+                100 * share_before, 100 * second_core_share(pools));
 }
 
 // Kernel speed with the weights resident in cache (one 2048 x 768 matrix, ~1-3 MiB): the compute bound
-// that a decode kernel must exceed to be limited by memory instead.
+// that a decode kernel must exceed to be limited by memory instead. Every format with SIMD kernels, at the
+// AVX2 level and at the active level, interleaved, median of five samples each.
 void run_hot(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size_t buf_bytes) {
-    std::printf("\n| format | in-cache GB/s, 1 thread (2048 x 768, same matrix every call) |\n|---|---:|\n");
-    for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16}) {
-        const double g = decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true);
-        std::printf("| %s | %.1f |\n", std::string(kernels::traits_of(type).name).c_str(), g);
+    const auto isa = kernels::active_isa();
+    std::printf("\n| format | in-cache GB/s, 1 thread, avx2 | %s | ratio |\n|---|---:|---:|---:|\n",
+                std::string(kernels::isa_name(isa)).c_str());
+    for (quant_type type : {quant_type::q4_0, quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl,
+                            quant_type::iq4_xs, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k, quant_type::q8_0,
+                            quant_type::f16, quant_type::bf16}) {
+        std::vector<double> low, act;
+        for (int rep = 0; rep < 5; ++rep) {
+            low.push_back(decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true, kernels::isa_level::avx2));
+            act.push_back(decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true, isa));
+        }
+        const double l = median_of(low), a = median_of(act);
+        std::printf("| %s | %.1f | %.1f | %.2f |\n", std::string(kernels::traits_of(type).name).c_str(), l, a, a / l);
+        std::fflush(stdout);
     }
 }
 

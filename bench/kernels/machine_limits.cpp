@@ -42,13 +42,17 @@ std::uint64_t read_sum_best(const std::uint8_t* p, std::size_t bytes) {
 double read_bandwidth_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf, std::size_t bytes) {
     const std::size_t n = threads;
     const std::size_t chunk = bytes / n / 512 * 512;
+    const bool avx512 = kernels::detect_isa() >= kernels::isa_level::avx512;
     std::vector<std::uint64_t> sink(n);
     double best = 0;
-    for (int rep = 0; rep < 5; ++rep) {
+    for (int rep = 0; rep < 6; ++rep) {
+        // Every other sample reads with four multiply-adds per line: on this VM two threads doing so read
+        // 10-15 % faster than two bare read loops (kernels_bench overlap), so the bound is the better of both.
+        const int work = avx512 && rep % 2 == 1 ? 4 : 0;
         const double t0 = now_seconds();
         pool.run_blocking(n, [&](std::size_t i) {
             const std::uint8_t* p = buf + i * chunk;
-            sink[i] += read_sum_best(p, chunk);
+            sink[i] += work ? read_work_avx512(p, chunk, work) : read_sum_best(p, chunk);
         });
         const double dt = now_seconds() - t0;
         best = std::max(best, static_cast<double>(chunk * n) / dt / 1e9);

@@ -10,7 +10,7 @@
 namespace sluice::bench {
 
 /// STREAM-style read: GB/s reading `bytes` of a buffer far larger than the LLC with `threads` threads
-/// (the caller plus pool.size() workers).
+/// (the caller plus pool.size() workers), the best of six passes, half of them with light work per line.
 double read_bandwidth_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf, std::size_t bytes);
 
 /// Peak f32 GFLOP/s of one core at `isa` (FMA throughput loop), times `threads`.
