@@ -185,7 +185,7 @@ void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
     std::printf("\n| format | matrix | tokens | 1 thread GFLOP/s | f32 peak | %% | 2 threads GFLOP/s | f32 peak | %% |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     const shape s{4096, 4096};
-    for (quant_type type : {quant_type::q4_k, quant_type::q8_0, quant_type::q6_k, quant_type::f16}) {
+    for (quant_type type : {quant_type::q4_k, quant_type::q8_0, quant_type::q6_k, quant_type::f16, quant_type::bf16}) {
         for (std::size_t tokens : {64, 512}) {
             const paired g1 = prefill_vs_peak(*pools[0], 1, type, s, tokens, buf);
             const paired g2 = prefill_vs_peak(*pools[1], 2, type, s, tokens, buf);

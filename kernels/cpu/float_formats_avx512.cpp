@@ -1,5 +1,5 @@
-// AVX-512 kernels for F32, F16 and BF16 weights: dot against f32 activations, the 4-token F16 prefill kernels
-// (one row, and a tile of four rows) and F16 dequantize.
+// AVX-512 kernels for F32, F16 and BF16 weights: dot against f32 activations, the 4-token F16 and BF16 prefill
+// kernels (one row, and a tile of four rows) and F16 dequantize.
 #include "kernels/cpu/scalar_kernels.hpp"
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx512.hpp"
@@ -21,6 +21,16 @@ inline __m512 load_bf16(const std::uint16_t* p) {
 inline __m512 load_f32(const float* p) {
     return _mm512_loadu_ps(p);
 }
+
+/// The two 16-bit float formats for the 4-token kernels: how 16 weights widen, and the scalar tail.
+struct f16_format {
+    static __m512 load(const std::uint16_t* p) { return load_f16(p); }
+    static float tail(std::size_t n, const std::uint16_t* h, const float* x) { return scalar::dot_f16(n, h, x); }
+};
+struct bf16_format {
+    static __m512 load(const std::uint16_t* p) { return load_bf16(p); }
+    static float tail(std::size_t n, const std::uint16_t* h, const float* x) { return scalar::dot_bf16(n, h, x); }
+};
 
 // Dot of n (a multiple of 16) values with four independent accumulators.
 template <typename T, typename LoadW>
@@ -72,31 +82,32 @@ float dot_bf16(std::size_t n, const void* w, const void* act) {
 
 namespace {
 
-// acc[t][k] += w[i..i1) * x[t][i..i1) in dot_f16's order: 64-value steps over k = 0..3, then 16-value steps
-// into k = 0.
-inline void dot4_f16_span(const std::uint16_t* h, const float* const x[4], std::size_t i, std::size_t i1,
-                          __m512 (&acc)[4][4]) {
+// acc[t][k] += w[i..i1) * x[t][i..i1) in dot_f16's (and dot_bf16's) order: 64-value steps over k = 0..3, then
+// 16-value steps into k = 0.
+template <class Format>
+void dot4_span(const std::uint16_t* h, const float* const x[4], std::size_t i, std::size_t i1, __m512 (&acc)[4][4]) {
     for (; i + 64 <= i1; i += 64) {
         for (int k = 0; k < 4; ++k) {
-            const __m512 wv = load_f16(h + i + 16 * k);
+            const __m512 wv = Format::load(h + i + 16 * k);
             for (int t = 0; t < 4; ++t) {
                 acc[t][k] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[t] + i + 16 * k), acc[t][k]);
             }
         }
     }
     for (; i + 16 <= i1; i += 16) {
-        const __m512 wv = load_f16(h + i);
+        const __m512 wv = Format::load(h + i);
         for (int t = 0; t < 4; ++t) {
             acc[t][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[t] + i), acc[t][0]);
         }
     }
 }
 
-inline void dot4_f16_finish(std::size_t n, std::size_t body, const std::uint16_t* h, const float* const x[4],
-                            const __m512 (&acc)[4][4], float* out, std::size_t out_stride) {
+template <class Format>
+void dot4_finish(std::size_t n, std::size_t body, const std::uint16_t* h, const float* const x[4],
+                 const __m512 (&acc)[4][4], float* out, std::size_t out_stride) {
     for (int t = 0; t < 4; ++t) {
         const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
-        out[t * out_stride] = _mm512_reduce_add_ps(sum) + scalar::dot_f16(n - body, h + body, x[t] + body);
+        out[t * out_stride] = _mm512_reduce_add_ps(sum) + Format::tail(n - body, h + body, x[t] + body);
     }
 }
 
@@ -108,18 +119,32 @@ void token_rows(const void* act, std::size_t act_stride, const float* (&x)[4]) {
 
 } // namespace
 
-void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+namespace {
+
+template <class Format>
+void dot4_16bit(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
     const auto* h = static_cast<const std::uint16_t*>(w);
     const float* x[4];
     token_rows(act, act_stride, x);
-    // Same steps and accumulators as dot_f16 per token, so results are bit-identical; weights convert once.
+    // Same steps and accumulators as dot_f16 / dot_bf16 per token, so results are bit-identical; weights
+    // convert once.
     __m512 acc[4][4];
     for (auto& a : acc) {
         a[0] = a[1] = a[2] = a[3] = _mm512_setzero_ps();
     }
     const std::size_t body = n & ~std::size_t{15};
-    dot4_f16_span(h, x, 0, body, acc);
-    dot4_f16_finish(n, body, h, x, acc, out, 1);
+    dot4_span<Format>(h, x, 0, body, acc);
+    dot4_finish<Format>(n, body, h, x, acc, out, 1);
+}
+
+} // namespace
+
+void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+    dot4_16bit<f16_format>(n, w, act, act_stride, out);
+}
+
+void dot4_bf16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+    dot4_16bit<bf16_format>(n, w, act, act_stride, out);
 }
 
 namespace {
@@ -132,8 +157,9 @@ namespace {
 // pass over them; each group's accumulators wait in `acc` between chunks.
 constexpr std::size_t max_quads = 4;
 
-void dot4_quads_f16(std::size_t n, const std::uint8_t* w, std::size_t w_stride, std::size_t n_quads,
-                    const float* const x[4], float* out, std::size_t out_stride) {
+template <class Format>
+void dot4_quads(std::size_t n, const std::uint8_t* w, std::size_t w_stride, std::size_t n_quads,
+                const float* const x[4], float* out, std::size_t out_stride) {
     constexpr std::size_t chunk = 1024; // a multiple of 64
     const std::size_t body = n & ~std::size_t{15};
     const std::size_t full = n & ~std::size_t{63};
@@ -150,8 +176,8 @@ void dot4_quads_f16(std::size_t n, const std::uint8_t* w, std::size_t w_stride, 
     auto pass = [&](std::size_t q, __m512(&a)[4][4], std::size_t i0, std::size_t i1, std::size_t step) {
         const std::uint16_t* h[4] = {row(q, 0), row(q, 1), row(q, 2), row(q, 3)};
         for (std::size_t i = i0; i + 16 <= i1; i += step) {
-            const __m512 w0 = load_f16(h[0] + i), w1 = load_f16(h[1] + i), w2 = load_f16(h[2] + i),
-                         w3 = load_f16(h[3] + i);
+            const __m512 w0 = Format::load(h[0] + i), w1 = Format::load(h[1] + i), w2 = Format::load(h[2] + i),
+                         w3 = Format::load(h[3] + i);
             for (int t = 0; t < 4; ++t) {
                 const __m512 xv = _mm512_loadu_ps(x[t] + i);
                 a[0][t] = _mm512_fmadd_ps(w0, xv, a[0][t]);
@@ -177,8 +203,29 @@ void dot4_quads_f16(std::size_t n, const std::uint8_t* w, std::size_t w_stride, 
                 const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[q][0][r][t], acc[q][1][r][t]),
                                                  _mm512_add_ps(acc[q][2][r][t], acc[q][3][r][t]));
                 out[t * out_stride + 4 * q + r] =
-                    _mm512_reduce_add_ps(sum) + scalar::dot_f16(n - body, h + body, x[t] + body);
+                    _mm512_reduce_add_ps(sum) + Format::tail(n - body, h + body, x[t] + body);
             }
+        }
+    }
+}
+
+template <class Format>
+void dot4_rows_16bit(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                     std::size_t act_stride, float* out, std::size_t out_stride) {
+    const auto* wb = static_cast<const std::uint8_t*>(w);
+    const float* x[4];
+    token_rows(act, act_stride, x);
+    std::size_t r = 0;
+    while (r + 4 <= n_rows) {
+        const std::size_t quads = std::min(max_quads, (n_rows - r) / 4);
+        dot4_quads<Format>(n, wb + r * w_stride, w_stride, quads, x, out + r, out_stride);
+        r += 4 * quads;
+    }
+    for (; r < n_rows; ++r) {
+        float o[4];
+        dot4_16bit<Format>(n, wb + r * w_stride, act, act_stride, o);
+        for (std::size_t t = 0; t < 4; ++t) {
+            out[t * out_stride + r] = o[t];
         }
     }
 }
@@ -187,22 +234,12 @@ void dot4_quads_f16(std::size_t n, const std::uint8_t* w, std::size_t w_stride, 
 
 void dot4_rows_f16(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
                    std::size_t act_stride, float* out, std::size_t out_stride) {
-    const auto* wb = static_cast<const std::uint8_t*>(w);
-    const float* x[4];
-    token_rows(act, act_stride, x);
-    std::size_t r = 0;
-    while (r + 4 <= n_rows) {
-        const std::size_t quads = std::min(max_quads, (n_rows - r) / 4);
-        dot4_quads_f16(n, wb + r * w_stride, w_stride, quads, x, out + r, out_stride);
-        r += 4 * quads;
-    }
-    for (; r < n_rows; ++r) {
-        float o[4];
-        dot4_f16(n, wb + r * w_stride, act, act_stride, o);
-        for (std::size_t t = 0; t < 4; ++t) {
-            out[t * out_stride + r] = o[t];
-        }
-    }
+    dot4_rows_16bit<f16_format>(n, w, w_stride, n_rows, act, act_stride, out, out_stride);
+}
+
+void dot4_rows_bf16(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                    std::size_t act_stride, float* out, std::size_t out_stride) {
+    dot4_rows_16bit<bf16_format>(n, w, w_stride, n_rows, act, act_stride, out, out_stride);
 }
 
 } // namespace sluice::kernels::avx512

@@ -47,6 +47,9 @@ float dot_q6_k(std::size_t n, const void* w, const void* act);
 float dot_q5_k(std::size_t n, const void* w, const void* act);
 void dot4_q6_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_bf16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_rows_bf16(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                    std::size_t act_stride, float* out, std::size_t out_stride);
 void dot4_rows_f16(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
                    std::size_t act_stride, float* out, std::size_t out_stride);
 void dot4_q8_0(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);

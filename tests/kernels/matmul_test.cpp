@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 namespace sluice::kernels {
@@ -63,13 +64,14 @@ TEST(matmul, batched_rows_and_tokens_equal_single_dots_exactly) {
     }
 }
 
-TEST(matmul, f16_prefill_over_long_rows_equals_single_dots_exactly) {
+TEST(matmul, f16_and_bf16_prefill_over_long_rows_equals_single_dots_exactly) {
     // Long enough rows that the AVX-512 several-row kernel walks more than two column chunks (1024), plus a
     // 64-value remainder, a 16-value remainder and a scalar tail (2600 = 2 * 1024 + 8 * 64 + 2 * 16 + 8).
     std::mt19937 rng(12);
     for (isa_level isa : supported_isas()) {
-        for (auto [rows, tokens] : {std::pair<std::size_t, std::size_t>{19, 9}, {3, 4}}) {
-            problem p{quant_type::f16, rows, 2600, tokens, {}, {}, 0};
+        for (auto [type, rows, tokens] : {std::tuple{quant_type::f16, std::size_t{19}, std::size_t{9}},
+                                          {quant_type::f16, 3, 4}, {quant_type::bf16, 19, 9}, {quant_type::bf16, 3, 4}}) {
+            problem p{type, rows, 2600, tokens, {}, {}, 0};
             p.w = test::random_weights(rng, p.type, rows, p.cols);
             p.rb = *row_bytes(p.type, p.cols);
             const auto x = test::random_floats(rng, p.cols * tokens);
@@ -79,7 +81,7 @@ TEST(matmul, f16_prefill_over_long_rows_equals_single_dots_exactly) {
             std::vector<float> y(rows * tokens);
             matmul_prepared(p.type, p.w.data(), p.rb, 0, rows, p.cols, p.act.data(), tokens, y.data(), rows, isa);
             ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * sizeof(float)), 0)
-                << isa_name(isa) << " rows " << rows << " tokens " << tokens;
+                << isa_name(isa) << " " << traits_of(type).name << " rows " << rows << " tokens " << tokens;
         }
     }
 }
