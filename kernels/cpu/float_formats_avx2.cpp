@@ -1,4 +1,5 @@
-// AVX2+FMA+F16C kernels for F32, F16 and BF16 weights: conversion and dot against f32 activations.
+// AVX2+FMA+F16C kernels for F32, F16 and BF16 weights: conversion and dot against f32 activations (one token,
+// and four tokens for prefill for F16 and BF16).
 #include "kernels/cpu/scalar_kernels.hpp"
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx2.hpp"
@@ -29,6 +30,42 @@ float dot_with(std::size_t n, const T* w, const float* x, LoadW load) {
         acc[0] = _mm256_fmadd_ps(load(w + i), _mm256_loadu_ps(x + i), acc[0]);
     }
     return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+// dot_with for four activation rows, each with dot_with's accumulators and order, so each sum is bit-identical;
+// each weight vector converts once for the four tokens. The 16 accumulators leave the compiler two to keep in
+// memory: measured faster than two passes of 8 (k = 0, 1 then 2, 3), whose every-other-line reads of four
+// activation rows ran a third slower than the 1-token path at 4096 columns.
+template <typename T, typename LoadW>
+void dot4_with(std::size_t n, const T* w, const float* const x[4], LoadW load, float* sum) {
+    __m256 acc[4][4];
+    for (auto& a : acc) {
+        a[0] = a[1] = a[2] = a[3] = _mm256_setzero_ps();
+    }
+    const std::size_t steps = n / 32 * 32;
+    for (std::size_t i = 0; i < steps; i += 32) {
+        for (int k = 0; k < 4; ++k) {
+            const __m256 wv = load(w + i + 8 * k);
+            for (int t = 0; t < 4; ++t) {
+                acc[t][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[t] + i + 8 * k), acc[t][k]);
+            }
+        }
+    }
+    for (std::size_t i = steps; i + 8 <= n; i += 8) {
+        const __m256 wv = load(w + i);
+        for (int t = 0; t < 4; ++t) {
+            acc[t][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[t] + i), acc[t][0]);
+        }
+    }
+    for (int t = 0; t < 4; ++t) {
+        sum[t] = hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
+    }
+}
+
+void token_rows(const void* act, std::size_t act_stride, const float* (&x)[4]) {
+    for (int t = 0; t < 4; ++t) {
+        x[t] = reinterpret_cast<const float*>(static_cast<const std::uint8_t*>(act) + t * act_stride);
+    }
 }
 
 } // namespace
@@ -71,6 +108,28 @@ float dot_bf16(std::size_t n, const void* w, const void* act) {
     const auto* x = static_cast<const float*>(act);
     const std::size_t body = n & ~std::size_t{7};
     return dot_with(body, h, x, load_bf16) + scalar::dot_bf16(n - body, h + body, x + body);
+}
+
+void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+    const auto* h = static_cast<const std::uint16_t*>(w);
+    const float* x[4];
+    token_rows(act, act_stride, x);
+    const std::size_t body = n & ~std::size_t{7};
+    dot4_with(body, h, x, load_f16, out);
+    for (int t = 0; t < 4; ++t) {
+        out[t] += scalar::dot_f16(n - body, h + body, x[t] + body);
+    }
+}
+
+void dot4_bf16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+    const auto* h = static_cast<const std::uint16_t*>(w);
+    const float* x[4];
+    token_rows(act, act_stride, x);
+    const std::size_t body = n & ~std::size_t{7};
+    dot4_with(body, h, x, load_bf16, out);
+    for (int t = 0; t < 4; ++t) {
+        out[t] += scalar::dot_bf16(n - body, h + body, x[t] + body);
+    }
 }
 
 } // namespace sluice::kernels::avx2

@@ -1,4 +1,5 @@
-// AVX2 kernels for Q8_0 and Q4_0 weights against Q8_0 activations, and Q8_0 dequantize.
+// AVX2 kernels for Q8_0 and Q4_0 weights against Q8_0 activations, a 4-token Q8_0 variant for prefill, and
+// Q8_0 dequantize.
 #include "kernels/cpu/blocks.hpp"
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx2.hpp"
@@ -37,6 +38,54 @@ float dot_q8_0(std::size_t n, const void* w, const void* act) {
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half(x[b].d) * half(y[b].d)), _mm256_cvtepi32_ps(p), acc0);
     }
     return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Per token the same block steps and accumulators as dot_q8_0 (block pairs into acc[t][0] / acc[t][1], a lone
+// last block into acc[t][0]), so each result is bit-identical to it; |w| is taken once per block, and the eight
+// scale products of a block pair (4 tokens x 2 blocks) are one conversion and one multiply.
+void dot4_q8_0(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+    const auto* x = static_cast<const block_q8_0*>(w);
+    const block_q8_0* y[4];
+    for (int t = 0; t < 4; ++t) {
+        y[t] = reinterpret_cast<const block_q8_0*>(static_cast<const std::uint8_t*>(act) + t * act_stride);
+    }
+    __m256 acc[4][2];
+    for (auto& a : acc) {
+        a[0] = a[1] = _mm256_setzero_ps();
+    }
+    const std::size_t nb = n / qk32;
+    std::size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        // Lane 2t+h of dxy: half(x[b+h].d) * half(y[t][b+h].d), the product dot_q8_0 forms.
+        const __m128i yh = _mm_setr_epi16(static_cast<short>(y[0][b].d), static_cast<short>(y[0][b + 1].d),
+                                          static_cast<short>(y[1][b].d), static_cast<short>(y[1][b + 1].d),
+                                          static_cast<short>(y[2][b].d), static_cast<short>(y[2][b + 1].d),
+                                          static_cast<short>(y[3][b].d), static_cast<short>(y[3][b + 1].d));
+        const __m128i xh = _mm_set1_epi32(static_cast<int>(x[b].d | (static_cast<std::uint32_t>(x[b + 1].d) << 16)));
+        const __m256 dxy = _mm256_mul_ps(_mm256_cvtph_ps(xh), _mm256_cvtph_ps(yh));
+        for (int h = 0; h < 2; ++h) {
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + h].qs));
+            const __m256i xabs = _mm256_sign_epi8(xv, xv);
+            for (int t = 0; t < 4; ++t) {
+                const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][b + h].qs));
+                const __m256i p = dot_u8_s8(xabs, _mm256_sign_epi8(yv, xv));
+                const __m256 d = _mm256_permutevar8x32_ps(dxy, _mm256_set1_epi32(2 * t + h));
+                acc[t][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[t][h]);
+            }
+        }
+    }
+    for (; b < nb; ++b) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+        const float dx = half(x[b].d);
+        for (int t = 0; t < 4; ++t) {
+            const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][b].qs));
+            const __m256i p = dot_u8_s8(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(yv, xv));
+            acc[t][0] = _mm256_fmadd_ps(_mm256_set1_ps(dx * half(y[t][b].d)), _mm256_cvtepi32_ps(p), acc[t][0]);
+        }
+    }
+    for (int t = 0; t < 4; ++t) {
+        out[t] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+    }
 }
 
 float dot_q4_0(std::size_t n, const void* w, const void* act) {

@@ -32,6 +32,11 @@ float dot_q5_k(std::size_t n, const void* w, const void* act);
 float dot_iq4_xs(std::size_t n, const void* w, const void* act);
 float dot_q4_k(std::size_t n, const void* w, const void* act);
 float dot_q6_k(std::size_t n, const void* w, const void* act);
+void dot4_q8_0(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_q6_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_bf16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 
 } // namespace sluice::kernels::avx2
 

@@ -8,17 +8,17 @@ namespace sluice::kernels {
 
 const format_kernels* avx2_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels f32{act_format::f32, scalar::dequantize_f32, avx2::dot_f32}; // memcpy
-    static constexpr format_kernels f16{act_format::f32, avx2::dequantize_f16, avx2::dot_f16};
-    static constexpr format_kernels bf16{act_format::f32, avx2::dequantize_bf16, avx2::dot_bf16};
-    static constexpr format_kernels q8_0{act_format::q8_0, avx2::dequantize_q8_0, avx2::dot_q8_0};
+    static constexpr format_kernels f16{act_format::f32, avx2::dequantize_f16, avx2::dot_f16, avx2::dot4_f16};
+    static constexpr format_kernels bf16{act_format::f32, avx2::dequantize_bf16, avx2::dot_bf16, avx2::dot4_bf16};
+    static constexpr format_kernels q8_0{act_format::q8_0, avx2::dequantize_q8_0, avx2::dot_q8_0, avx2::dot4_q8_0};
     static constexpr format_kernels q4_0{act_format::q8_0, avx2::dequantize_q4_0, avx2::dot_q4_0};
     static constexpr format_kernels q4_1{act_format::q8_0, avx2::dequantize_q4_1, avx2::dot_q4_1};
     static constexpr format_kernels q5_0{act_format::q8_0, avx2::dequantize_q5_0, avx2::dot_q5_0};
     static constexpr format_kernels q5_1{act_format::q8_0, avx2::dequantize_q5_1, avx2::dot_q5_1};
     static constexpr format_kernels iq4_nl{act_format::q8_0, avx2::dequantize_iq4_nl, avx2::dot_iq4_nl};
-    static constexpr format_kernels q4_k{act_format::q8_k, avx2::dequantize_q4_k, avx2::dot_q4_k};
+    static constexpr format_kernels q4_k{act_format::q8_k, avx2::dequantize_q4_k, avx2::dot_q4_k, avx2::dot4_q4_k};
     static constexpr format_kernels q5_k{act_format::q8_k, avx2::dequantize_q5_k, avx2::dot_q5_k};
-    static constexpr format_kernels q6_k{act_format::q8_k, avx2::dequantize_q6_k, avx2::dot_q6_k};
+    static constexpr format_kernels q6_k{act_format::q8_k, avx2::dequantize_q6_k, avx2::dot_q6_k, avx2::dot4_q6_k};
     static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx2::dot_iq4_xs};
     switch (type) {
     case quant_type::f32: return &f32;
