@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
     // one thread's. On a shared host the second core can run at 60 % for minutes; this makes that visible.
     auto cores_available = [&] {
         const auto isa = kernels::active_isa();
-        return bench::peak_gflops(isa, threads, bw_pool) / (static_cast<double>(threads) * bench::peak_gflops(isa, 1, one_pool));
+        return bench::peak_gflops(isa, threads, bw_pool) /
+               (static_cast<double>(threads) * bench::peak_gflops(isa, 1, one_pool));
     };
     const double avail_before = cores_available();
     std::vector<double> bw, decode;
@@ -162,8 +163,9 @@ int main(int argc, char** argv) {
                 *std::min_element(decode.begin(), decode.end()), *std::max_element(decode.begin(), decode.end()), reps);
     std::printf("roofline        %.2f tokens/s -> decode at %.0f%% of the roofline (%.1f GB/s effective)\n", roofline,
                 100.0 * dec / roofline, dec * per_token / 1e9);
-    std::printf("cores           %zu threads ran at %.0f%% of %zu x one thread's FMA peak before decode, %.0f%% after\n\n",
-                threads, 100 * avail_before, threads, 100 * cores_available());
+    std::printf(
+        "cores           %zu threads ran at %.0f%% of %zu x one thread's FMA peak before decode, %.0f%% after\n\n",
+        threads, 100 * avail_before, threads, 100 * cores_available());
     for (const std::size_t n : {std::size_t{64}, std::size_t{512}}) {
         std::vector<double> tps;
         for (int r = 0; r < std::max(1, reps / 2); ++r) {

@@ -51,8 +51,7 @@ void matvec(runtime::compute_pool& pool, std::size_t threads, quant_type type, c
 double decode_gbs(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, const std::uint8_t* buf,
                   std::size_t buf_bytes, bool hot = false, kernels::isa_level isa = kernels::active_isa()) {
     const std::size_t mat_bytes = *kernels::row_bytes(type, s.cols) * s.rows;
-    const std::size_t n_mats =
-        hot ? 1 : std::max<std::size_t>(2, std::min(working_set_target, buf_bytes) / mat_bytes);
+    const std::size_t n_mats = hot ? 1 : std::max<std::size_t>(2, std::min(working_set_target, buf_bytes) / mat_bytes);
     std::vector<float> x(s.cols, 0.5f), y(s.rows);
     std::vector<std::uint8_t> act(kernels::prepared_row_bytes(type, s.cols));
     matvec(pool, threads, type, buf, s, x.data(), act.data(), y.data(), isa); // warm-up
@@ -175,14 +174,15 @@ double prefill_gflops(runtime::compute_pool& pool, std::size_t threads, quant_ty
     return 2.0 * static_cast<double>(s.cols * s.rows * tokens) / best / 1e9;
 }
 
-paired prefill_vs_peak(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s,
-                       std::size_t tokens, const std::uint8_t* w) {
+paired prefill_vs_peak(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, std::size_t tokens,
+                       const std::uint8_t* w) {
     return median_pairs([&] { return peak_gflops(kernels::active_isa(), threads, pool); },
                         [&] { return prefill_gflops(pool, threads, type, s, tokens, w); });
 }
 
 void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
-    std::printf("\n| format | matrix | tokens | 1 thread GFLOP/s | f32 peak | %% | 2 threads GFLOP/s | f32 peak | %% |\n");
+    std::printf(
+        "\n| format | matrix | tokens | 1 thread GFLOP/s | f32 peak | %% | 2 threads GFLOP/s | f32 peak | %% |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     const shape s{4096, 4096};
     for (quant_type type : {quant_type::q4_k, quant_type::q8_0, quant_type::q6_k, quant_type::f16, quant_type::bf16}) {

@@ -39,7 +39,8 @@ std::uint64_t read_sum_best(const std::uint8_t* p, std::size_t bytes) {
     return isa >= kernels::isa_level::avx2 ? read_sum_avx2(p, bytes) : read_sum(p, bytes);
 }
 
-double read_bandwidth_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf, std::size_t bytes) {
+double read_bandwidth_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf,
+                          std::size_t bytes) {
     const std::size_t n = threads;
     const std::size_t chunk = bytes / n / 512 * 512;
     const bool avx512 = kernels::detect_isa() >= kernels::isa_level::avx512;

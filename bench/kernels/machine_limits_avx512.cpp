@@ -63,14 +63,22 @@ std::uint64_t read_work(const std::uint8_t* p, std::size_t bytes) {
 
 std::uint64_t read_work_avx512(const std::uint8_t* p, std::size_t bytes, int work) {
     switch (work) {
-    case 0: return read_work<0>(p, bytes);
-    case 1: return read_work<1>(p, bytes);
-    case 2: return read_work<2>(p, bytes);
-    case 3: return read_work<3>(p, bytes);
-    case 4: return read_work<4>(p, bytes);
-    case 6: return read_work<6>(p, bytes);
-    case 8: return read_work<8>(p, bytes);
-    default: return read_work<12>(p, bytes);
+    case 0:
+        return read_work<0>(p, bytes);
+    case 1:
+        return read_work<1>(p, bytes);
+    case 2:
+        return read_work<2>(p, bytes);
+    case 3:
+        return read_work<3>(p, bytes);
+    case 4:
+        return read_work<4>(p, bytes);
+    case 6:
+        return read_work<6>(p, bytes);
+    case 8:
+        return read_work<8>(p, bytes);
+    default:
+        return read_work<12>(p, bytes);
     }
 }
 

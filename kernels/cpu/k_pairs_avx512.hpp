@@ -9,7 +9,6 @@
 namespace sluice::kernels::avx512 {
 namespace {
 
-
 // Index vector for permutexvar_epi16: lanes 0..15 pick word `a`, lanes 16..31 pick word `b`.
 inline __m512i pick2(short a, short b) {
     return join(_mm256_set1_epi16(a), _mm256_set1_epi16(b));
@@ -18,9 +17,9 @@ inline __m512i pick2(short a, short b) {
 /// The scale fields of two super-blocks (`a` in the low 128-bit lane, `b` in the high one), each as 8 scales
 /// (bytes 0..7) and 8 minimums (bytes 8..15). Reads 16 bytes at each address: the block continues past the field.
 inline __m256i unpack_scales_2(const std::uint8_t* a, const std::uint8_t* b) {
-    const __m256i v = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+    const __m256i v =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
     // Low parts: scales 0-3 = b0-3 & 63, scales 4-7 = b8-11 & 15, mins 0-3 = b4-7 & 63, mins 4-7 = b8-11 >> 4.
     const __m256i lo_src = _mm256_shuffle_epi8(
         v, _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
@@ -55,8 +54,8 @@ struct pair_indices {
                 idx[4 * h + c] = pick2(s, static_cast<short>(s + 1));
             }
         }
-        mins_dup = _mm512_set_epi16(31, 31, 30, 30, 29, 29, 28, 28, 27, 27, 26, 26, 25, 25, 24, 24, 15, 15, 14, 14,
-                                    13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+        mins_dup = _mm512_set_epi16(31, 31, 30, 30, 29, 29, 28, 28, 27, 27, 26, 26, 25, 25, 24, 24, 15, 15, 14, 14, 13,
+                                    13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
     }
 };
 

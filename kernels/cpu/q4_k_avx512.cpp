@@ -13,8 +13,7 @@ namespace {
 
 /// Chunk c (values 64c..64c+63) of a super-block as 64 nibble values in activation order.
 inline __m512i chunk_values(const block_q4_k& x, int c) {
-    const __m512i raw =
-        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * c)));
+    const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * c)));
     return _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xffff0000u, raw, 4), _mm512_set1_epi8(0x0f));
 }
 
@@ -84,8 +83,8 @@ void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_st
                                        _mm512_cvtepi32_ps(pair_mins(words, ix, bsums(yt[b]), bs1)), acc_m[t]);
             for (int h = 0; h < n_h; ++h) {
                 const __m512i sumi = block_sumi(q[h], words, ix.idx + 4 * h, yt[b + h].qs);
-                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(yt[b + h].d * half(x[b + h].d)), _mm512_cvtepi32_ps(sumi),
-                                         acc[t]);
+                acc[t] =
+                    _mm512_fmadd_ps(_mm512_set1_ps(yt[b + h].d * half(x[b + h].d)), _mm512_cvtepi32_ps(sumi), acc[t]);
             }
         }
     }
