@@ -3,13 +3,10 @@
 // decode repetitions, medians reported, because this VM's bandwidth drifts), with each repetition's share of the
 // cores that the host left, and a summary of the repetitions that had both cores.
 // Usage: engine_bench MODEL.gguf [threads=2] [repetitions=5]
+#include "bench/bench_main.hpp"
 #include "bench/kernels/machine_limits.hpp"
 #include "io/dma_buffer.hpp"
 #include "runtime/engine/session.hpp"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,13 +19,7 @@ namespace {
 
 using namespace sluice;
 
-template <class T>
-T run(std::function<boost::asio::awaitable<T>()> make) {
-    boost::asio::io_context io;
-    auto fut = boost::asio::co_spawn(io, make(), boost::asio::use_future);
-    io.run();
-    return fut.get();
-}
+using bench::run;
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -111,8 +102,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: engine_bench MODEL.gguf [threads=2] [repetitions=5]\n");
         return 2;
     }
-    const std::size_t threads = argc > 2 ? std::stoul(argv[2]) : 2;
-    const int reps = argc > 3 ? std::stoi(argv[3]) : 5;
+    const auto threads_arg = bench::count_arg("engine_bench", argc, argv, 2, 2);
+    const auto reps_arg = bench::count_arg("engine_bench", argc, argv, 3, 5);
+    if (!threads_arg || !reps_arg) {
+        return 2;
+    }
+    if (*threads_arg == 0 || *threads_arg > 1024 || *reps_arg == 0 || *reps_arg > 10000) {
+        std::fprintf(stderr, "engine_bench: threads must be 1-1024 and repetitions 1-10000\n");
+        return 2;
+    }
+    const std::size_t threads = *threads_arg;
+    const int reps = static_cast<int>(*reps_arg);
     model_options opts;
     opts.n_threads = threads;
     opts.n_ctx = 1024;

@@ -270,7 +270,8 @@ int main(int argc, char** argv) {
                 std::string(kernels::isa_name(kernels::detect_isa())).c_str());
     std::fflush(stdout);
     if (what != "decode" && what != "prefill" && what != "hot" && what != "all" && what != "overlap") {
-        return 0;
+        std::fprintf(stderr, "usage: kernels_bench [decode|hot|prefill|all|overlap]\n");
+        return 2;
     }
     // The calling thread computes too (run_blocking), so n threads = caller + n-1 workers.
     runtime::compute_pool pool1(0), pool2(1);

@@ -1,14 +1,12 @@
 // Streaming benchmark: sampled decode of a MoE model under a memory budget, with what the expert cache did
 // during the timed tokens (bytes read, read throughput while reads ran and over the wall clock, hit rate,
-// prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON object on stdout;
-// bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file.
-// Usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru]
+// prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON
+// object on stdout; bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file. Usage: stream_bench
+// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru]
+#include "bench/bench_main.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/session.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/json.hpp>
 
 #include <fcntl.h>
@@ -31,13 +29,7 @@ namespace {
 using namespace sluice;
 namespace json = boost::json;
 
-template <class T>
-T run(std::function<boost::asio::awaitable<T>()> make) {
-    boost::asio::io_context io;
-    auto fut = boost::asio::co_spawn(io, make(), boost::asio::use_future);
-    io.run();
-    return fut.get();
-}
+using bench::run;
 
 // A "Key:   123 kB" line of a /proc file, in bytes (0 when absent).
 std::uint64_t proc_kb(const char* path, const std::string& key) {
@@ -77,7 +69,8 @@ std::uint64_t page_cached_bytes(const std::string& path) {
         void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
         if (map != MAP_FAILED) {
             const long page = ::sysconf(_SC_PAGESIZE);
-            std::vector<unsigned char> in_core((size + static_cast<std::size_t>(page) - 1) / static_cast<std::size_t>(page));
+            std::vector<unsigned char> in_core((size + static_cast<std::size_t>(page) - 1) /
+                                               static_cast<std::size_t>(page));
             if (::mincore(map, size, in_core.data()) == 0) {
                 for (const auto c : in_core) {
                     cached += (c & 1) ? static_cast<std::uint64_t>(page) : 0;
@@ -90,8 +83,8 @@ std::uint64_t page_cached_bytes(const std::string& path) {
     return cached;
 }
 
-json::object cache_json(const models::expert_cache_counters& a, const models::expert_cache_counters& b,
-                        double wall_s, std::uint64_t tokens) {
+json::object cache_json(const models::expert_cache_counters& a, const models::expert_cache_counters& b, double wall_s,
+                        std::uint64_t tokens) {
     const auto bytes = b.bytes_read - a.bytes_read;
     const double busy = b.busy_s - a.busy_s;
     const auto hits = b.hits - a.hits, misses = b.misses - a.misses;
@@ -123,8 +116,9 @@ json::object cache_json(const models::expert_cache_counters& a, const models::ex
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr,
-                     "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru]\n");
+        std::fprintf(
+            stderr,
+            "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru]\n");
         return 2;
     }
     const std::string path = argv[1];
@@ -133,18 +127,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stream_bench: %s\n", budget.error().message.c_str());
         return 2;
     }
-    // A whole non-negative number, or the usage message and status 2.
-    auto count = [&](int i, unsigned long fallback) -> std::optional<unsigned long> {
-        if (argc <= i) {
-            return fallback;
-        }
-        char* end = nullptr;
-        const unsigned long v = std::strtoul(argv[i], &end, 10);
-        if (end == argv[i] || *end != '\0' || argv[i][0] == '-') {
-            std::fprintf(stderr, "stream_bench: argument %d (\"%s\") is not a whole number\n", i, argv[i]);
-            return std::nullopt;
-        }
-        return v;
+    auto count = [&](int i, unsigned long fallback) {
+        return bench::count_arg("stream_bench", argc, argv, i, fallback);
     };
     const auto tokens = count(3, 32), warmup = count(4, 8), threads = count(5, 0), prefetch = count(6, 1);
     if (!tokens || !warmup || !threads || !prefetch) {
@@ -228,28 +212,29 @@ int main(int argc, char** argv) {
     const auto end_counters = m->expert_counters();
     const std::uint64_t timed = seen - *warmup;
     const auto plan = m->plan();
-    json::object out{
-        {"model", path},
-        {"budget_bytes", *budget},
-        {"threads", m->options().n_threads},
-        {"prefetch", opts.prefetch},
-        {"policy", opts.cache_policy == models::cache_policy::lru ? "lru" : "lfu"},
-        {"plan", to_json(plan)},
-        {"tokens", timed},
-        {"distinct_tokens", [&] {
-             std::sort(generated.begin(), generated.end());
-             return static_cast<std::uint64_t>(std::unique(generated.begin(), generated.end()) - generated.begin());
-         }()},
-        {"decode_tokens_per_s", wall_s > 0 ? static_cast<double>(timed) / wall_s : 0.0},
-        {"cache", cache_json(start_counters, end_counters, wall_s, timed)},
-        {"peak_rss_bytes", proc_kb("/proc/self/status", "VmHWM")},
-        {"rss_bytes", proc_kb("/proc/self/status", "VmRSS")},
-        {"swap_bytes", proc_kb("/proc/self/status", "VmSwap")},
-        {"swap_pages_in", vmstat("pswpin") - swap_in_before},
-        {"swap_pages_out", vmstat("pswpout") - swap_out_before},
-        {"model_page_cache_bytes_before", cached_before},
-        {"model_page_cache_growth_bytes", static_cast<std::int64_t>(page_cached_bytes(path)) -
-                                              static_cast<std::int64_t>(cached_before)}};
+    json::object out{{"model", path},
+                     {"budget_bytes", *budget},
+                     {"threads", m->options().n_threads},
+                     {"prefetch", opts.prefetch},
+                     {"policy", opts.cache_policy == models::cache_policy::lru ? "lru" : "lfu"},
+                     {"plan", to_json(plan)},
+                     {"tokens", timed},
+                     {"distinct_tokens",
+                      [&] {
+                          std::sort(generated.begin(), generated.end());
+                          return static_cast<std::uint64_t>(std::unique(generated.begin(), generated.end()) -
+                                                            generated.begin());
+                      }()},
+                     {"decode_tokens_per_s", wall_s > 0 ? static_cast<double>(timed) / wall_s : 0.0},
+                     {"cache", cache_json(start_counters, end_counters, wall_s, timed)},
+                     {"peak_rss_bytes", proc_kb("/proc/self/status", "VmHWM")},
+                     {"rss_bytes", proc_kb("/proc/self/status", "VmRSS")},
+                     {"swap_bytes", proc_kb("/proc/self/status", "VmSwap")},
+                     {"swap_pages_in", vmstat("pswpin") - swap_in_before},
+                     {"swap_pages_out", vmstat("pswpout") - swap_out_before},
+                     {"model_page_cache_bytes_before", cached_before},
+                     {"model_page_cache_growth_bytes",
+                      static_cast<std::int64_t>(page_cached_bytes(path)) - static_cast<std::int64_t>(cached_before)}};
     std::cout << json::serialize(out) << "\n";
     return 0;
 }
