@@ -42,6 +42,13 @@ __m512i pair_words(const Block& a, const Block& b) {
     return _mm512_cvtepu8_epi16(unpack_scales_2(a.scales, b.scales));
 }
 
+/// Chunk c (values 64c..64c+63) of a Q4_K/Q5_K super-block's 4-bit parts, in activation order: the 32-byte run
+/// qs[32c..] broadcast to both halves, its high nibbles shifted down in the upper half only.
+inline __m512i nibble_chunk(const std::uint8_t* qs, int c) {
+    const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c)));
+    return _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xffff0000u, raw, 4), _mm512_set1_epi8(0x0f));
+}
+
 /// Permutation indices of the scale vectors: chunk c of block h of a pair uses idx[4 * h + c] (words 0-15 pick
 /// scale 2c, words 16-31 scale 2c+1), and mins_dup repeats each minimum once per 16-value sum of its group.
 struct pair_indices {

@@ -9,15 +9,6 @@
 #include "kernels/cpu/simd_kernels.hpp"
 
 namespace sluice::kernels::avx512 {
-namespace {
-
-/// Chunk c (values 64c..64c+63) of a super-block as 64 nibble values in activation order.
-inline __m512i chunk_values(const block_q4_k& x, int c) {
-    const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * c)));
-    return _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xffff0000u, raw, 4), _mm512_set1_epi8(0x0f));
-}
-
-} // namespace
 
 // Blocks b and b+1 share their bookkeeping; a lone last block is paired with itself and its twin's minimum lanes
 // are zero. The float steps are those of dot4_q4_k, so both give bit-identical results.
@@ -34,8 +25,8 @@ float dot_q4_k(std::size_t n, const void* w, const void* act) {
         acc_m = _mm512_fmadd_ps(join_ps(y[b].d * half(x[b].dmin), y[b + 1].d * half(x[b + 1].dmin)),
                                 _mm512_cvtepi32_ps(pair_mins(words, ix, bsums(y[b]), bsums(y[b + 1]))), acc_m);
         for (int h = 0; h < 2; ++h) {
-            const __m512i q[4] = {chunk_values(x[b + h], 0), chunk_values(x[b + h], 1), chunk_values(x[b + h], 2),
-                                  chunk_values(x[b + h], 3)};
+            const __m512i q[4] = {nibble_chunk(x[b + h].qs, 0), nibble_chunk(x[b + h].qs, 1),
+                                  nibble_chunk(x[b + h].qs, 2), nibble_chunk(x[b + h].qs, 3)};
             const __m512i sumi = block_sumi(q, words, ix.idx + 4 * h, y[b + h].qs);
             acc = _mm512_fmadd_ps(_mm512_set1_ps(y[b + h].d * half(x[b + h].d)), _mm512_cvtepi32_ps(sumi), acc);
         }
@@ -44,8 +35,8 @@ float dot_q4_k(std::size_t n, const void* w, const void* act) {
         const __m512i words = pair_words(x[b], x[b]);
         acc_m = _mm512_fmadd_ps(join_ps(y[b].d * half(x[b].dmin), 0.0f),
                                 _mm512_cvtepi32_ps(pair_mins(words, ix, bsums(y[b]), _mm256_setzero_si256())), acc_m);
-        const __m512i q[4] = {chunk_values(x[b], 0), chunk_values(x[b], 1), chunk_values(x[b], 2),
-                              chunk_values(x[b], 3)};
+        const __m512i q[4] = {nibble_chunk(x[b].qs, 0), nibble_chunk(x[b].qs, 1), nibble_chunk(x[b].qs, 2),
+                              nibble_chunk(x[b].qs, 3)};
         const __m512i sumi = block_sumi(q, words, ix.idx, y[b].qs);
         acc = _mm512_fmadd_ps(_mm512_set1_ps(y[b].d * half(x[b].d)), _mm512_cvtepi32_ps(sumi), acc);
     }
@@ -72,7 +63,7 @@ void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_st
         __m512i q[2][4];
         for (int h = 0; h < n_h; ++h) {
             for (int c = 0; c < 4; ++c) {
-                q[h][c] = chunk_values(x[b + h], c);
+                q[h][c] = nibble_chunk(x[b + h].qs, c);
             }
         }
         const float dmin0 = half(x[b].dmin), dmin1 = pair ? half(x[b + 1].dmin) : 0.0f;

@@ -9,8 +9,7 @@ namespace {
 /// Chunk c (values 64c..64c+63) of a super-block as 64 five-bit values in activation order: the nibbles as in
 /// Q4_K, plus 16 where bit 2c (values 64c..64c+31) or bit 2c+1 (the next 32) of qh[i] is set.
 inline __m512i chunk_values(const block_q5_k& x, __m512i qh2, int c) {
-    const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * c)));
-    const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xffff0000u, raw, 4), _mm512_set1_epi8(0x0f));
+    const __m512i q = nibble_chunk(x.qs, c);
     const __m512i bit =
         join(_mm256_set1_epi8(static_cast<char>(1 << (2 * c))), _mm256_set1_epi8(static_cast<char>(1 << (2 * c + 1))));
     return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh2, bit), q, _mm512_set1_epi8(16));
