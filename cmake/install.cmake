@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 set(SLUICE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sluice)
 
 # The public headers use coroutines and other C++20 features: programs linking the libraries need C++20 too.
-foreach(lib sluice_io sluice_kernels sluice_runtime)
+foreach(lib sluice_base sluice_io sluice_kernels sluice_runtime)
     target_compile_features(${lib} PUBLIC cxx_std_20)
 endforeach()
 

@@ -1,7 +1,7 @@
 // io::file: a read-only file descriptor opened with O_DIRECT where the filesystem allows it.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <string>

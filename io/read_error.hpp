@@ -1,7 +1,7 @@
 // Errors a read can end with: unexpected end of file, an errno from the kernel, or cancellation.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,8 +3,8 @@
 
 #include "io/detail/handler_ops.hpp"
 #include "io/detail/read_op.hpp"
-#include "io/error.hpp"
 #include "io/file.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "io/dma_buffer.hpp"
-#include "io/error.hpp"
 #include "io/file.hpp"
+#include "sluice/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

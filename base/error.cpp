@@ -1,5 +1,5 @@
-// Out-of-line parts of sluice::error.
-#include "io/error.hpp"
+// Out-of-line parts of sluice::error (include/sluice/error.hpp).
+#include "sluice/error.hpp"
 
 #include <cstring>
 
