@@ -2,7 +2,7 @@
 // --no-prefetch, registered on a subcommand and checked into bytes and bytes/s.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <CLI/CLI.hpp>
 

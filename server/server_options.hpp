@@ -1,7 +1,7 @@
 // Settings of `sluice serve` and the parsers of their human-friendly forms ("1MiB", "30s").
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -1,10 +1,10 @@
 // Chat-template rendering: turns messages, tools and flags into a prompt through a model's Jinja template.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/chat/template.hpp"
 #include "runtime/chat/value.hpp"
 #include "runtime/gguf/metadata.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/json/value.hpp>
 

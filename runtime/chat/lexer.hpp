@@ -1,7 +1,7 @@
 // Jinja lexer: splits template source into text and tag tokens, applying whitespace control.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,9 +1,9 @@
 // Jinja parser: turns lexer tokens into a statement tree.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/chat/ast.hpp"
 #include "runtime/chat/lexer.hpp"
+#include "sluice/error.hpp"
 
 #include <vector>
 

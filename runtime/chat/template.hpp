@@ -1,8 +1,8 @@
 // Public API of the Jinja engine: parse a template once, render it with variables many times.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/chat/value.hpp"
+#include "sluice/error.hpp"
 
 #include <ctime>
 #include <memory>

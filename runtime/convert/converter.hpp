@@ -1,8 +1,8 @@
 // Converting a Hugging Face safetensors checkpoint folder into one GGUF file, tensor by tensor.
 #pragma once
 
-#include "io/error.hpp"
 #include "kernels/quant_type.hpp"
+#include "sluice/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
 // Mapping a Hugging Face config.json to the GGUF architecture and hyperparameters llama.cpp's converter writes.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/models/hparams.hpp"
+#include "sluice/error.hpp"
 
 #include <optional>
 #include <string>

@@ -1,8 +1,8 @@
 // Writing a Hugging Face tokenizer (tokenizer.json + tokenizer_config.json) as GGUF tokenizer.ggml.* metadata.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/metadata.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <filesystem>

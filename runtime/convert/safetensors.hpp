@@ -2,8 +2,8 @@
 // headers checked against the file sizes, tensor rows read through io::reader and widened to float.
 #pragma once
 
-#include "io/error.hpp"
 #include "io/file.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <filesystem>

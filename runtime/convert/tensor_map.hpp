@@ -1,10 +1,10 @@
 // Hugging Face tensor names to GGUF tensors: which checkpoint rows make up each tensor the architecture expects.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/convert/hf_config.hpp"
 #include "runtime/convert/safetensors.hpp"
 #include "runtime/models/tensor_plan.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <vector>

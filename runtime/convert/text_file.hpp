@@ -1,7 +1,7 @@
 // Reading a small text file (config.json, tokenizer.json) whole.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <filesystem>
 #include <string>

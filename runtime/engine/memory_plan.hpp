@@ -2,12 +2,12 @@
 // experts the expert cache holds; the bytes a token is expected to read and the speed the disk allows.
 #pragma once
 
-#include "io/error.hpp"
 #include "io/reader.hpp"
 #include "kernels/quant_type.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/expert_layout.hpp"
 #include "runtime/models/hparams.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>

@@ -2,7 +2,6 @@
 // shared by every session that generates with it.
 #pragma once
 
-#include "io/error.hpp"
 #include "io/reader.hpp"
 #include "runtime/chat/chat_template.hpp"
 #include "runtime/compute/compute_pool.hpp"
@@ -13,6 +12,7 @@
 #include "runtime/models/expert_source.hpp"
 #include "runtime/models/weights.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

@@ -2,13 +2,13 @@
 // events consumed with co_await in a loop, cancellable through asio's cancellation slots.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
 #include "runtime/models/forward.hpp"
 #include "runtime/models/kv_cache.hpp"
 #include "runtime/tokenizer/stream_decoder.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>

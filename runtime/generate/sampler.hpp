@@ -1,7 +1,7 @@
 // Token sampler: repetition penalties, greedy, top-k, temperature, top-p, min-p and a seeded draw over logits.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <array>
 #include <cstddef>

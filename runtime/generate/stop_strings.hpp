@@ -1,7 +1,7 @@
 // Stop strings: holds back streamed text that may begin a stop string and cuts the output where one appears.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,7 +1,7 @@
 // Sequential byte sources the GGUF parser reads from: an in-memory span, or a file read in buffered chunks.
 #pragma once
 
-#include "io/error.hpp"
+#include "sluice/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

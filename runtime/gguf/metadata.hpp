@@ -1,8 +1,8 @@
 // GGUF key/value metadata: an ordered list of entries with lookup by key and typed, checked accessors.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/value.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,9 +1,9 @@
 // A GGUF model on disk: one file or all parts of a split model, headers parsed and cross-checked.
 #pragma once
 
-#include "io/error.hpp"
 #include "io/file.hpp"
 #include "runtime/gguf/parser.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <filesystem>

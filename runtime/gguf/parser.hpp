@@ -2,10 +2,10 @@
 // Free of Asio so the fuzzer can build it alone with clang.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/byte_source.hpp"
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/gguf/tensor_info.hpp"
+#include "sluice/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

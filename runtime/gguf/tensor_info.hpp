@@ -1,8 +1,8 @@
 // One tensor as a GGUF file describes it: name, type, shape, size and where its bytes are.
 #pragma once
 
-#include "io/error.hpp"
 #include "kernels/quant_type.hpp"
+#include "sluice/error.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,10 +1,10 @@
 // Reading tensor data of a GGUF model through io::reader (io_uring or pread), never through mmap.
 #pragma once
 
-#include "io/error.hpp"
 #include "io/reader.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/tensor_info.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

@@ -1,11 +1,11 @@
 // Streaming GGUF writer: metadata and tensor list declared up front, then tensor data one tensor at a time.
 #pragma once
 
-#include "io/error.hpp"
 #include "kernels/quant_type.hpp"
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/gguf/parser.hpp"
 #include "runtime/gguf/tensor_info.hpp"
+#include "sluice/error.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,10 +2,10 @@
 // the same architecture hooks the loader uses) and a streaming write at disk speed.
 #pragma once
 
-#include "io/error.hpp"
 #include "kernels/quant_type.hpp"
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/models/architecture.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -2,8 +2,8 @@
 // or converted from a Hugging Face tokenizer folder.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/metadata.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <filesystem>

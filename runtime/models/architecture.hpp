@@ -3,10 +3,10 @@
 // GGUF `general.architecture` name.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/models/hparams.hpp"
 #include "runtime/models/tensor_plan.hpp"
+#include "sluice/error.hpp"
 
 #include <span>
 #include <string_view>

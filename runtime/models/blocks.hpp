@@ -1,9 +1,9 @@
 // The building blocks decoder layers are made of; architectures compose them in their forward hook.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/metadata.hpp"
 #include "runtime/models/hparams.hpp"
+#include "sluice/error.hpp"
 
 #include "runtime/compute/team.hpp"
 

@@ -2,9 +2,9 @@
 // reads experts into slots, and the memory planner, which sizes the cache.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/hparams.hpp"
+#include "sluice/error.hpp"
 
 #include <array>
 #include <cstdint>

@@ -3,8 +3,8 @@
 // unpin when done. `resident_experts` serves weights already in memory; `expert_cache` streams them from disk.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/models/weights.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

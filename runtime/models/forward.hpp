@@ -2,12 +2,12 @@
 // arithmetic on the compute pool and expert weights reached through an expert_source.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/compute/compute_pool.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/expert_source.hpp"
 #include "runtime/models/kv_cache.hpp"
 #include "runtime/models/weights.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

@@ -1,9 +1,9 @@
 // Hyperparameters of a decoder-only transformer as GGUF metadata describes them, read and written by key.
 #pragma once
 
-#include "io/error.hpp"
 #include "kernels/ops.hpp"
 #include "runtime/gguf/metadata.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <string>

@@ -2,12 +2,12 @@
 #pragma once
 
 #include "io/dma_buffer.hpp"
-#include "io/error.hpp"
 #include "io/reader.hpp"
 #include "kernels/quant_type.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/hparams.hpp"
+#include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

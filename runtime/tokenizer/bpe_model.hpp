@@ -2,8 +2,8 @@
 // vocabularies; over UTF-8 characters with <0xAB> byte fallback for SentencePiece vocabularies with ranked merges.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/tokenizer/vocab.hpp"
+#include "sluice/error.hpp"
 
 #include <array>
 #include <optional>

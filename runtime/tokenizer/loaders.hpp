@@ -1,9 +1,9 @@
 // Loading a tokenizer vocabulary from a GGUF file's metadata or from a Hugging Face tokenizer.json.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "runtime/tokenizer/vocab.hpp"
+#include "sluice/error.hpp"
 
 #include <filesystem>
 #include <string_view>

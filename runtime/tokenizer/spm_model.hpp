@@ -1,8 +1,8 @@
 // SentencePiece (llama/mistral style): score-ordered merges of UTF-8 characters with byte fallback.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/tokenizer/vocab.hpp"
+#include "sluice/error.hpp"
 
 #include <array>
 #include <string>

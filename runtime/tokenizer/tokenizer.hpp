@@ -2,8 +2,8 @@
 // special-token handling and the set of end-of-generation tokens.
 #pragma once
 
-#include "io/error.hpp"
 #include "runtime/tokenizer/vocab.hpp"
+#include "sluice/error.hpp"
 
 #include <memory>
 #include <span>
