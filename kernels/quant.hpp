@@ -9,10 +9,10 @@
 namespace sluice::kernels {
 
 /// True when Sluice has dequantize and dot kernels for `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
-/// Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
+/// Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
 bool has_kernels(quant_type type) noexcept;
 
-/// True when quantize_row() accepts `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
+/// True when quantize_row() accepts `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4).
 bool can_quantize(quant_type type) noexcept;
 
 /// Dequantizes `n` values of `type` from `src` into `dst`. `n` must be a multiple of the block size and

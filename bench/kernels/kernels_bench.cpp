@@ -154,7 +154,7 @@ void run_hot(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size
                 std::string(kernels::isa_name(isa)).c_str());
     for (quant_type type : {quant_type::q4_0, quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl,
                             quant_type::iq4_xs, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k, quant_type::q8_0,
-                            quant_type::f16, quant_type::bf16}) {
+                            quant_type::f16, quant_type::bf16, quant_type::mxfp4}) {
         std::vector<double> low, act;
         for (int rep = 0; rep < 5; ++rep) {
             low.push_back(decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true, kernels::isa_level::avx2));

@@ -1,6 +1,7 @@
 // Byte layouts of the GGUF block formats (one struct per format) and of the 8-bit activation blocks.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,6 +14,17 @@ inline constexpr std::size_t k_scale_bytes = 12;
 /// The 16 non-linear levels shared by IQ4_NL and IQ4_XS.
 inline constexpr std::int8_t iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+/// The 16 FP4 (E2M1) values of MXFP4, doubled so they are integers: index bit 3 is the sign.
+inline constexpr std::int8_t mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/// Half the value of an E8M0 scale byte, 2^(e - 128), as GGML decodes it: every byte is a finite power of two
+/// (0 and 1 give the subnormals 2^-128 and 2^-127; 255, a NaN in the OCP spec, gives 2^127). The half goes with
+/// the doubled mxfp4_levels, so level * scale is the exact FP4 value times 2^(e - 127).
+inline float e8m0_to_f32_half(std::uint8_t e) noexcept {
+    const std::uint32_t bits = e < 2 ? std::uint32_t{0x00200000} << e : static_cast<std::uint32_t>(e - 1) << 23;
+    return std::bit_cast<float>(bits);
+}
 
 struct block_q4_0 {
     std::uint16_t d;       // f16 scale
@@ -63,6 +75,10 @@ struct block_iq4_xs {
     std::uint8_t scales_l[4];            // low 4 bits, two per byte
     std::uint8_t qs[128];                // 8 groups of 32 as IQ4_NL
 };
+struct block_mxfp4 {
+    std::uint8_t e;        // E8M0 shared scale
+    std::uint8_t qs[16];   // indices into mxfp4_levels, nibble order as Q4_0
+};
 /// 8-bit activation super-block for the K-formats: float scale and sums of each 16 values.
 struct block_q8_k {
     float d;
@@ -73,7 +89,7 @@ struct block_q8_k {
 static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22);
 static_assert(sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34 && sizeof(block_iq4_nl) == 18);
 static_assert(sizeof(block_q4_k) == 144 && sizeof(block_q5_k) == 176 && sizeof(block_q6_k) == 210);
-static_assert(sizeof(block_iq4_xs) == 136 && sizeof(block_q8_k) == 292);
+static_assert(sizeof(block_iq4_xs) == 136 && sizeof(block_q8_k) == 292 && sizeof(block_mxfp4) == 17);
 
 /// Unpacks the 6-bit scale and min of group `j` (0..7) of a Q4_K/Q5_K super-block.
 inline void unpack_scale_min_k4(const std::uint8_t* q, int j, std::uint8_t& sc, std::uint8_t& m) noexcept {

@@ -37,6 +37,9 @@ void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_st
 void dot4_q6_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_bf16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dequantize_mxfp4(const void* src, float* dst, std::size_t n);
+float dot_mxfp4(std::size_t n, const void* w, const void* act);
+void dot4_mxfp4(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 
 } // namespace sluice::kernels::avx2
 
@@ -66,5 +69,7 @@ float dot_q5_0(std::size_t n, const void* w, const void* act);
 float dot_q5_1(std::size_t n, const void* w, const void* act);
 float dot_iq4_nl(std::size_t n, const void* w, const void* act);
 float dot_iq4_xs(std::size_t n, const void* w, const void* act);
+float dot_mxfp4(std::size_t n, const void* w, const void* act);
+void dot4_mxfp4(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 
 } // namespace sluice::kernels::avx512

@@ -20,6 +20,8 @@ const format_kernels* avx2_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels q5_k{act_format::q8_k, avx2::dequantize_q5_k, avx2::dot_q5_k};
     static constexpr format_kernels q6_k{act_format::q8_k, avx2::dequantize_q6_k, avx2::dot_q6_k, avx2::dot4_q6_k};
     static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx2::dot_iq4_xs};
+    static constexpr format_kernels mxfp4{act_format::q8_0, avx2::dequantize_mxfp4, avx2::dot_mxfp4,
+                                         avx2::dot4_mxfp4};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
@@ -34,6 +36,7 @@ const format_kernels* avx2_format_kernels(quant_type type) noexcept {
     case quant_type::q5_k: return &q5_k;
     case quant_type::q6_k: return &q6_k;
     case quant_type::iq4_xs: return &iq4_xs;
+    case quant_type::mxfp4: return &mxfp4;
     default: return nullptr;
     }
 }
@@ -54,6 +57,8 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels q5_1{act_format::q8_0, avx2::dequantize_q5_1, avx512::dot_q5_1};
     static constexpr format_kernels iq4_nl{act_format::q8_0, avx2::dequantize_iq4_nl, avx512::dot_iq4_nl};
     static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx512::dot_iq4_xs};
+    static constexpr format_kernels mxfp4{act_format::q8_0, avx2::dequantize_mxfp4, avx512::dot_mxfp4,
+                                         avx512::dot4_mxfp4};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
@@ -68,6 +73,7 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     case quant_type::q5_1: return &q5_1;
     case quant_type::iq4_nl: return &iq4_nl;
     case quant_type::iq4_xs: return &iq4_xs;
+    case quant_type::mxfp4: return &mxfp4;
     default: return nullptr;
     }
 }

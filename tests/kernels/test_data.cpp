@@ -34,7 +34,7 @@ const std::vector<quant_type>& all_formats() {
     static const std::vector<quant_type> formats{
         quant_type::f32,  quant_type::f16,  quant_type::bf16, quant_type::q8_0,   quant_type::q4_0,
         quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl, quant_type::q4_k,
-        quant_type::q5_k, quant_type::q6_k, quant_type::iq4_xs};
+        quant_type::q5_k, quant_type::q6_k, quant_type::iq4_xs, quant_type::mxfp4};
     return formats;
 }
 
@@ -69,6 +69,10 @@ std::vector<std::uint8_t> random_weights(std::mt19937& rng, quant_type type, std
         for (std::size_t off : f16_field_offsets(type)) {
             const std::uint16_t h = f32_to_fp16(scale(rng));
             std::memcpy(block + off, &h, 2);
+        }
+        if (type == quant_type::mxfp4) {
+            // E8M0 scales from 2^-12 to 2^-4 (values up to 12 times that), like a trained model's.
+            block[0] = static_cast<std::uint8_t>(116 + byte(rng) % 9);
         }
         if (type == quant_type::q8_0) {
             // Q8_0 values lie in [-127, 127] (the quantizer never yields -128; the SIMD sign trick relies on it).
