@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <vector>
 
@@ -20,18 +21,45 @@ void rms_norm(const float* x, const float* weight, float* y, std::size_t n, floa
     }
 }
 
+void rope_yarn_corr_dims(const rope_params& p, double& low, double& high) noexcept {
+    const auto dim = [&](float rotations) {
+        return static_cast<double>(p.n_rot) *
+               std::log(static_cast<double>(p.n_ctx_orig) / (rotations * 2.0 * std::numbers::pi)) /
+               (2.0 * std::log(static_cast<double>(p.freq_base)));
+    };
+    double lo = dim(p.beta_fast);
+    double hi = dim(p.beta_slow);
+    if (p.yarn_truncate) {
+        lo = std::floor(lo);
+        hi = std::ceil(hi);
+    }
+    low = std::max(0.0, lo);
+    high = std::min(static_cast<double>(p.n_rot) - 1.0, hi);
+}
+
 void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t head_stride, std::int64_t pos,
           const rope_params& p) noexcept {
-    assert(p.n_rot % 2 == 0 && p.n_rot <= head_dim && p.ext_factor == 0.0f);
+    assert(p.n_rot % 2 == 0 && p.n_rot <= head_dim);
     (void)head_dim;
     const std::size_t half = p.n_rot / 2;
     // Angles once per call, shared by every head.
     float cos_t[512];
     float sin_t[512];
     assert(half <= 512);
+    double low = 0.0;
+    double high = 0.0;
+    if (p.ext_factor != 0.0f) {
+        rope_yarn_corr_dims(p, low, high);
+    }
     const double theta_scale = std::pow(static_cast<double>(p.freq_base), -2.0 / static_cast<double>(p.n_rot));
-    double theta = static_cast<double>(pos) * p.freq_scale;
-    for (std::size_t i = 0; i < half; ++i, theta *= theta_scale) {
+    double theta_extrap = static_cast<double>(pos);
+    for (std::size_t i = 0; i < half; ++i, theta_extrap *= theta_scale) {
+        double theta = theta_extrap * p.freq_scale;
+        if (p.ext_factor != 0.0f) {
+            const double ramp = std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+            const double mix = (1.0 - ramp) * p.ext_factor;
+            theta = theta * (1.0 - mix) + theta_extrap * mix;
+        }
         cos_t[i] = static_cast<float>(std::cos(theta)) * p.attn_factor;
         sin_t[i] = static_cast<float>(std::sin(theta)) * p.attn_factor;
     }
@@ -73,13 +101,21 @@ void swiglu(const float* gate, const float* up, float* out, std::size_t n) noexc
     }
 }
 
+void swiglu_clamped(const float* gate, const float* up, float* out, std::size_t n, float alpha, float limit) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        const float g = std::min(gate[i], limit);
+        const float u = std::clamp(up[i], -limit, limit);
+        out[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+    }
+}
+
 void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, router_scoring scoring,
                  const float* selection_bias, bool renormalize, std::int32_t* ids, float* weights) noexcept {
     assert(k >= 1 && k <= n_experts);
     std::vector<float> score(logits, logits + n_experts);
     if (scoring == router_scoring::softmax) {
         softmax(score.data(), n_experts);
-    } else {
+    } else if (scoring == router_scoring::sigmoid) {
         for (auto& s : score) {
             s = 1.0f / (1.0f + std::exp(-s));
         }
@@ -94,6 +130,10 @@ void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, rout
         ids[i] = order[i];
         weights[i] = score[order[i]];
         sum += weights[i];
+    }
+    if (scoring == router_scoring::softmax_of_chosen) {
+        softmax(weights, k);
+        return;
     }
     if (renormalize && sum > 0) {
         for (std::size_t i = 0; i < k; ++i) {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <tuple>
 
 namespace sluice::kernels {
@@ -32,7 +34,8 @@ TEST(ops, rms_norm_matches_double_reference) {
 void rope_reference(std::vector<double>& v, std::size_t n_rot, double base, double freq_scale, std::int64_t pos,
                     bool neox) {
     for (std::size_t i = 0; i < n_rot / 2; ++i) {
-        const double theta = static_cast<double>(pos) * freq_scale * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+        const double theta = static_cast<double>(pos) * freq_scale *
+                             std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
         const std::size_t a = neox ? i : 2 * i;
         const std::size_t b = neox ? i + n_rot / 2 : 2 * i + 1;
         const double x0 = v[a], x1 = v[b];
@@ -44,8 +47,8 @@ void rope_reference(std::vector<double>& v, std::size_t n_rot, double base, doub
 TEST(ops, rope_normal_and_neox_match_double_reference) {
     std::mt19937 rng(21);
     for (bool neox : {false, true}) {
-        for (auto [head_dim, n_rot, scale] : {std::tuple<std::size_t, std::size_t, float>{128, 128, 1.0f},
-                                              {64, 32, 0.25f}, {128, 64, 1.0f}}) {
+        for (auto [head_dim, n_rot, scale] :
+             {std::tuple<std::size_t, std::size_t, float>{128, 128, 1.0f}, {64, 32, 0.25f}, {128, 64, 1.0f}}) {
             const std::size_t n_heads = 3;
             for (std::int64_t pos : {0, 1, 17, 4000, 100000}) {
                 auto x = test::random_floats(rng, n_heads * head_dim);
@@ -68,6 +71,113 @@ TEST(ops, rope_normal_and_neox_match_double_reference) {
             }
         }
     }
+}
+
+/// transformers' YaRN (_compute_yarn_parameters) in double: inverse frequencies blended between extrapolation and
+/// interpolation by a linear ramp over the correction range, cos/sin scaled by the attention factor.
+void yarn_reference(std::vector<double>& v, const rope_params& p, std::int64_t pos, double attention_factor) {
+    const double n = static_cast<double>(p.n_rot);
+    const auto corr_dim = [&](double rot) {
+        return n * std::log(p.n_ctx_orig / (rot * 2 * std::numbers::pi)) / (2 * std::log(double(p.freq_base)));
+    };
+    double low = corr_dim(p.beta_fast), high = corr_dim(p.beta_slow);
+    if (p.yarn_truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, n - 1);
+    if (low == high) {
+        high += 0.001;
+    }
+    for (std::size_t i = 0; i < p.n_rot / 2; ++i) {
+        const double pos_freq = std::pow(double(p.freq_base), 2.0 * double(i) / n);
+        const double extrap = 1.0 / pos_freq;
+        const double interp = p.freq_scale / pos_freq;
+        const double extrap_weight = 1.0 - std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+        const double theta = double(pos) * (interp * (1 - extrap_weight) + extrap * extrap_weight);
+        const std::size_t a = i, b = i + p.n_rot / 2; // neox pairs
+        const double x0 = v[a], x1 = v[b];
+        v[a] = (x0 * std::cos(theta) - x1 * std::sin(theta)) * attention_factor;
+        v[b] = (x0 * std::sin(theta) + x1 * std::cos(theta)) * attention_factor;
+    }
+}
+
+TEST(ops, rope_yarn_matches_transformers_formula_with_and_without_truncation) {
+    std::mt19937 rng(23);
+    for (bool truncate : {false, true}) {
+        // gpt-oss's geometry (head 64, theta 150000, factor 32 over 4096), and a DeepSeek-like one.
+        for (auto [n_rot, base, factor, orig] :
+             {std::tuple<std::size_t, float, float, std::uint32_t>{64, 150000.0f, 32.0f, 4096},
+              {64, 10000.0f, 40.0f, 4096},
+              {16, 150000.0f, 32.0f, 4096}}) {
+            rope_params p;
+            p.n_rot = n_rot;
+            p.freq_base = base;
+            p.freq_scale = 1.0f / factor;
+            p.layout = rope_layout::neox;
+            p.ext_factor = 1.0f;
+            p.n_ctx_orig = orig;
+            p.yarn_truncate = truncate;
+            const double mscale = 0.1 * std::log(double(factor)) + 1.0;
+            p.attn_factor = static_cast<float>(mscale);
+            for (std::int64_t pos : {0, 1, 13, 127, 4000, 100000}) {
+                auto x = test::random_floats(rng, 2 * n_rot);
+                std::vector<double> ref(x.begin(), x.end());
+                rope(x.data(), 2, n_rot, n_rot, pos, p);
+                for (std::size_t h = 0; h < 2; ++h) {
+                    std::vector<double> head(ref.begin() + h * n_rot, ref.begin() + (h + 1) * n_rot);
+                    yarn_reference(head, p, pos, mscale);
+                    for (std::size_t i = 0; i < n_rot; ++i) {
+                        ASSERT_NEAR(x[h * n_rot + i], head[i], 2e-5 * (1 + std::fabs(head[i])))
+                            << "truncate " << truncate << " n_rot " << n_rot << " pos " << pos << " i " << i;
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(ops, yarn_correction_range_of_gpt_oss_is_rounded_only_when_asked) {
+    rope_params p;
+    p.n_rot = 64;
+    p.freq_base = 150000.0f;
+    p.n_ctx_orig = 4096;
+    double low = 0, high = 0;
+    p.yarn_truncate = false;
+    rope_yarn_corr_dims(p, low, high);
+    // 64 ln(4096 / 64pi) / (2 ln 150000) and 64 ln(4096 / 2pi) / (2 ln 150000).
+    EXPECT_NEAR(low, 8.0928, 1e-3);
+    EXPECT_NEAR(high, 17.3979, 1e-3);
+    p.yarn_truncate = true;
+    rope_yarn_corr_dims(p, low, high);
+    EXPECT_EQ(low, 8.0);
+    EXPECT_EQ(high, 18.0);
+}
+
+TEST(ops, clamped_swiglu_matches_gpt_oss_formula_beyond_the_limit) {
+    std::mt19937 rng(24);
+    const std::size_t n = 1000;
+    auto gate = test::random_floats(rng, n);
+    auto up = test::random_floats(rng, n);
+    std::size_t clamped = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        gate[i] *= 6;
+        up[i] *= 6;
+        clamped += gate[i] > 7 || std::fabs(up[i]) > 7;
+    }
+    ASSERT_GT(clamped, 20u);
+    std::vector<float> out(n);
+    swiglu_clamped(gate.data(), up.data(), out.data(), n, 1.702f, 7.0f);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double g = std::min(double(gate[i]), 7.0);
+        const double u = std::clamp(double(up[i]), -7.0, 7.0);
+        const double ref = g / (1 + std::exp(-1.702 * g)) * (u + 1);
+        ASSERT_NEAR(out[i], ref, 1e-5 * (1 + std::fabs(ref))) << i;
+    }
+    // In place over the gate, as the expert block calls it.
+    swiglu_clamped(gate.data(), up.data(), gate.data(), n, 1.702f, 7.0f);
+    EXPECT_EQ(gate, out);
 }
 
 TEST(ops, softmax_silu_swiglu_match_double_reference) {
@@ -123,6 +233,20 @@ TEST(ops, router_picks_top_k_with_softmax_or_sigmoid_and_renormalises) {
     route_top_k(logits, 6, 1, router_scoring::sigmoid, bias, false, ids, w);
     EXPECT_EQ(ids[0], 0);
     EXPECT_NEAR(w[0], 1.0 / (1.0 + std::exp(-0.5)), 1e-6);
+}
+
+TEST(ops, router_softmax_of_chosen_picks_by_raw_logit_and_normalises_over_the_chosen) {
+    const float logits[6] = {0.5f, 2.0f, -1.0f, 2.0f, 1.5f, 0.0f};
+    std::int32_t ids[3];
+    float w[3];
+    route_top_k(logits, 6, 3, router_scoring::softmax_of_chosen, nullptr, false, ids, w);
+    EXPECT_EQ(ids[0], 1);
+    EXPECT_EQ(ids[1], 3);
+    EXPECT_EQ(ids[2], 4);
+    const double z = 2 * std::exp(2.0) + std::exp(1.5);
+    EXPECT_NEAR(w[0], std::exp(2.0) / z, 1e-6);
+    EXPECT_NEAR(w[1], std::exp(2.0) / z, 1e-6);
+    EXPECT_NEAR(w[2], std::exp(1.5) / z, 1e-6);
 }
 
 } // namespace
