@@ -39,7 +39,7 @@ constexpr dtype_info dtypes[] = {
     {"F32", st_dtype::f32, 4},    {"F16", st_dtype::f16, 2},       {"BF16", st_dtype::bf16, 2},
     {"F64", st_dtype::other, 8},  {"I64", st_dtype::other, 8},     {"U64", st_dtype::other, 8},
     {"I32", st_dtype::other, 4},  {"U32", st_dtype::other, 4},     {"I16", st_dtype::other, 2},
-    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},      {"U8", st_dtype::other, 1},
+    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},      {"U8", st_dtype::u8, 1},
     {"BOOL", st_dtype::other, 1}, {"F8_E4M3", st_dtype::other, 1}, {"F8_E5M2", st_dtype::other, 1},
 };
 
@@ -329,7 +329,7 @@ result<checkpoint> checkpoint::open(const std::filesystem::path& dir) {
 }
 
 result<void> checkpoint::read_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
-    if (t.dtype == st_dtype::other) {
+    if (t.dtype != st_dtype::f32 && t.dtype != st_dtype::f16 && t.dtype != st_dtype::bf16) {
         return make_error(std::errc::not_supported,
                           "tensor " + t.name + ": dtype " + t.dtype_name + " is not supported (F32, F16, BF16 are)");
     }
@@ -354,6 +354,26 @@ result<void> checkpoint::read_rows(const st_tensor& t, std::uint64_t first_row, 
     }
     const auto type = t.dtype == st_dtype::f16 ? kernels::quant_type::f16 : kernels::quant_type::bf16;
     kernels::dequantize_row(type, state_->raw.data(), out, n);
+    return {};
+}
+
+result<void> checkpoint::read_bytes(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows,
+                                    std::uint8_t* out) {
+    if (t.dtype != st_dtype::u8) {
+        return make_error(std::errc::not_supported,
+                          "tensor " + t.name + ": dtype " + t.dtype_name + " where U8 bytes were expected");
+    }
+    if (first_row > t.rows() || n_rows > t.rows() - first_row) {
+        return make_error(std::errc::invalid_argument, "tensor " + t.name + ": rows out of range");
+    }
+    const std::uint64_t n = n_rows * t.row_elems();
+    if (n == 0) {
+        return {};
+    }
+    const std::uint64_t offset = t.offset + first_row * t.row_elems();
+    if (auto r = state_->read(state_->files[t.file], offset, {reinterpret_cast<std::byte*>(out), n}); !r) {
+        return r.error().with_context("tensor " + t.name);
+    }
     return {};
 }
 

@@ -16,8 +16,9 @@
 
 namespace sluice::convert {
 
-/// Element types the converter reads; everything else is `other` (kept so errors can name it).
-enum class st_dtype { f32, f16, bf16, other };
+/// Element types the converter reads (u8: raw bytes, gpt-oss's MXFP4 blocks and scales); everything else is
+/// `other` (kept so errors can name it).
+enum class st_dtype { f32, f16, bf16, u8, other };
 
 /// One tensor of a safetensors file. `shape` is in PyTorch order (slowest first).
 struct st_tensor {
@@ -68,6 +69,10 @@ public:
     /// Reads rows [first_row, first_row + n_rows) of `t` (rows of `t.row_elems()` values) into `out` as
     /// floats. Errors: a dtype other than F32/F16/BF16 (naming tensor and dtype), rows out of range, I/O.
     result<void> read_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out);
+
+    /// Reads rows [first_row, first_row + n_rows) of a U8 tensor `t` as bytes into `out` (n_rows *
+    /// t.row_elems() bytes). Errors: another dtype (naming tensor and dtype), rows out of range, I/O.
+    result<void> read_bytes(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, std::uint8_t* out);
 
 private:
     struct state;
