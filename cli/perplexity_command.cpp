@@ -92,7 +92,7 @@ asio::awaitable<int> run(perplexity_options o, std::string text) {
     model_options mo;
     mo.n_ctx = o.ctx;
     mo.n_threads = o.threads;
-    mo.kv_type = o.kv_f32 ? kernels::quant_type::f32 : kernels::quant_type::f16;
+    mo.kv_type = o.kv_f32 ? kv_cache_type::f32 : kv_cache_type::f16;
     auto loaded = co_await model::load(o.model, mo);
     if (!loaded) {
         std::cerr << "sluice perplexity: " << loaded.error().message << "\n";

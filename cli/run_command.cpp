@@ -243,7 +243,7 @@ int run_run(const run_options& given) {
     }
     opts.model = *chosen;
     const std::uint64_t seed = opts.seed ? *opts.seed : std::random_device{}();
-    runtime::sampling_params p;
+    sampling_params p;
     p.temperature = opts.temperature;
     p.top_k = opts.top_k;
     p.top_p = opts.top_p;

@@ -8,10 +8,10 @@ mkdir -p "$out"
 cxx=$(command -v clang++-14 || command -v clang++)
 sources=(tests/fuzz/gguf_fuzzer.cpp runtime/gguf/byte_source.cpp runtime/gguf/encode.cpp runtime/gguf/metadata.cpp
          runtime/gguf/parser.cpp runtime/gguf/tensor_info.cpp runtime/gguf/value.cpp kernels/quant_type.cpp
-         io/error.cpp)
+         base/error.cpp)
 binary=$out/gguf_fuzzer
 if [[ ! -x $binary ]] || [[ -n $(find "${sources[@]}" runtime/gguf/*.hpp -newer "$binary" 2>/dev/null) ]]; then
-    "$cxx" -std=c++20 -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+    "$cxx" -std=c++20 -O1 -g -I. -Iinclude -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
         -fno-omit-frame-pointer "${sources[@]}" -o "$binary"
 fi
 if [[ $# -eq 0 ]]; then
