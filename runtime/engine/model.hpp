@@ -4,6 +4,7 @@
 
 #include "io/reader.hpp"
 #include "runtime/chat/chat_template.hpp"
+#include "runtime/chat/limits.hpp"
 #include "runtime/compute/compute_pool.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/gguf/model_files.hpp"
@@ -38,6 +39,11 @@ struct model_options {
     double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
     bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
     models::cache_policy cache_policy = models::cache_policy::lru; ///< streaming: which expert to evict
+    /// What rendering the chat template may use per request (a model file is untrusted input).
+    chat::template_limits template_limits;
+    /// Old behaviour: control-token text a user wrote in a message ("<|im_end|>") becomes a control token.
+    /// By default it is encoded as text, so a user cannot forge turns (chat::render_chat_guarded).
+    bool special_tokens_in_content = false;
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.
