@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <initializer_list>
 #include <string_view>
 
@@ -535,7 +536,8 @@ expr_ptr parser::parse_primary() {
     }
     case token_kind::floating: {
         auto lit = make(expr_kind::literal, line);
-        lit->literal = value(std::stod(next().text));
+        // strtod, not stod: 1e999 is inf in Python, not an exception.
+        lit->literal = value(std::strtod(next().text.c_str(), nullptr));
         return lit;
     }
     default:
@@ -604,7 +606,11 @@ expr_ptr parser::parse_postfix(expr_ptr node) {
             adopt(*a, a->operands, std::move(node));
             if (a->kind == expr_kind::subscript) {
                 auto idx = make(expr_kind::literal, line);
-                idx->literal = value(static_cast<std::int64_t>(std::stoll(a->name)));
+                std::int64_t index = 0;
+                if (std::from_chars(a->name.data(), a->name.data() + a->name.size(), index).ec != std::errc())
+                    error_at(t,
+                             "integer literal " + a->name + " does not fit in 64 bits (template integers are 64-bit)");
+                idx->literal = value(index);
                 adopt(*a, a->operands, std::move(idx));
             }
             node = std::move(a);

@@ -99,7 +99,7 @@ scope_ptr make_globals(const template_options& options) {
 
 } // namespace
 
-result<jinja_template> jinja_template::parse(std::string_view source, const template_options& options) {
+result<jinja_template> jinja_template::parse(std::string_view source, const template_options& options) try {
     auto tokens = tokenize(source, lexer_options{options.trim_blocks, options.lstrip_blocks});
     if (!tokens)
         return tokens.error();
@@ -112,6 +112,11 @@ result<jinja_template> jinja_template::parse(std::string_view source, const temp
     t.body_ = std::make_shared<const stmt_list>(std::move(*body));
     t.options_ = options;
     return t;
+} catch (const std::bad_alloc&) {
+    return make_error(std::errc::not_enough_memory, "MemoryError: out of memory while parsing the template");
+} catch (const std::exception& e) {
+    // A library error escaping the lexer or parser (a bug, not the template's fault) fails only this parse.
+    return make_error(std::errc::invalid_argument, std::string("InternalError: ") + e.what());
 }
 
 result<std::string> jinja_template::render(const value& variables) const {

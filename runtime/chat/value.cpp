@@ -485,7 +485,7 @@ std::string dict_key(const value& v) {
     std::string key(1, '\x01');
     if (v.is_bool())
         key += v.as_bool() ? "1" : "0";
-    else if (v.is_float() && v.as_float() == std::floor(v.as_float()))
+    else if (v.is_float() && v.as_float() == std::floor(v.as_float()) && std::fabs(v.as_float()) < 9.2e18)
         key += std::to_string(static_cast<std::int64_t>(v.as_float()));
     else if (v.is_int() || v.is_float() || v.is_none())
         key += to_repr(v);

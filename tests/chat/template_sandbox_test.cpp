@@ -89,6 +89,11 @@ TEST(template_sandbox, integer_results_never_wrap) {
     EXPECT_TRUE(starts_with(render("{{ 1e300|int }}"), overflow));
     EXPECT_EQ(render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 3 ** 0 }} {{ 1 ** 9223372036854775807 }}"),
               "4611686018427387904 -9223372036854775808 1 1");
+    // Found by the jinja fuzzer (std::out_of_range from stoll ended the process): an index after a dot.
+    EXPECT_EQ(render("{{ n.99999999999999999999 }}"),
+              "ERROR: TemplateSyntaxError: line 1: integer literal 99999999999999999999 does not fit in 64 bits "
+              "(template integers are 64-bit)");
+    EXPECT_EQ(render("{{ 1e999 }} {{ -1e999 }}"), "inf -inf");
     EXPECT_EQ(render("{{ 99999999999999999999 }}"),
               "ERROR: TemplateSyntaxError: line 1: integer literal 99999999999999999999 does not fit in 64 bits "
               "(template integers are 64-bit)");
