@@ -1,6 +1,7 @@
 // Sessions and token streams: prompt rendering, prefix reuse, prefill, then one decode step per next().
 #include "runtime/engine/session.hpp"
 
+#include "runtime/chat/content_guard.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
 #include "runtime/models/forward.hpp"
@@ -118,11 +119,25 @@ result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request&
         inputs.kwargs = request.template_kwargs;
         inputs.bos_token = tmpl->bos_token;
         inputs.eos_token = tmpl->eos_token;
-        auto text = chat::render_chat(tmpl->text, inputs);
-        if (!text) {
-            return text.error();
+        chat::template_options topts;
+        topts.limits = state_->model_->options().template_limits;
+        auto parsed = chat::jinja_template::parse(tmpl->text, topts);
+        if (!parsed) {
+            return parsed.error();
         }
-        return tok.encode(*text, {.add_special = false, .parse_special = true});
+        if (state_->model_->options().special_tokens_in_content) {
+            auto text = chat::render_chat(*parsed, inputs);
+            if (!text) {
+                return text.error();
+            }
+            return tok.encode(*text, {.add_special = false, .parse_special = true});
+        }
+        auto prompt = chat::render_chat_guarded(*parsed, inputs, tok.control_texts());
+        if (!prompt) {
+            return prompt.error();
+        }
+        return tok.encode(prompt->text,
+                          {.add_special = false, .parse_special = true, .literal_spans = prompt->literal_spans});
     }
     auto ids = tok.encode(request.prompt, {.add_special = true, .parse_special = true});
     if (ids.empty()) {
