@@ -1,0 +1,126 @@
+// MLA over a latent cache. Scores go through the cache format's dot kernel (the rotary key, or the whole row in the
+// absorbed form), softmax is the stable two-pass one, and the absorbed form reads each cache row once per
+// position for all of a thread's heads (MQA-style), since every head shares it.
+#include "kernels/mla_attention.hpp"
+
+#include "kernels/cpu/format_kernels.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+namespace sluice::kernels {
+
+namespace {
+
+// Stable in-place softmax of n scores.
+void softmax_in_place(float* sc, std::size_t n) {
+    float max = -INFINITY;
+    for (std::size_t j = 0; j < n; ++j) {
+        max = std::max(max, sc[j]);
+    }
+    float sum = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        sc[j] = std::exp(sc[j] - max);
+        sum += sc[j];
+    }
+    const float inv = 1.0f / sum;
+    for (std::size_t j = 0; j < n; ++j) {
+        sc[j] *= inv;
+    }
+}
+
+const format_kernels& cache_kernels(quant_type type, isa_level isa) {
+    assert(type == quant_type::f16 || type == quant_type::f32);
+    return *find_format_kernels(std::min(isa, detect_isa()), type);
+}
+
+std::size_t elem_size(quant_type type) {
+    return type == quant_type::f16 ? 2 : 4;
+}
+
+} // namespace
+
+void mla_attention_plain(const mla_shape& s, quant_type cache_type, const float* q, const float* k_nope, const float* v,
+                         const void* cache, float* out, std::size_t head_begin, std::size_t head_end, isa_level isa) {
+    assert(s.kv_len >= s.first_pos + s.n_tokens && s.cache_stride >= s.rank + s.rope_dim);
+    const format_kernels& kv = cache_kernels(cache_type, isa);
+    const auto* rows = static_cast<const std::byte*>(cache);
+    const std::size_t elem = elem_size(cache_type);
+    const std::size_t qk = s.nope_dim + s.rope_dim;
+    thread_local std::vector<float> score;
+    score.resize(std::max(score.size(), s.kv_len));
+    for (std::size_t t = 0; t < s.n_tokens; ++t) {
+        const std::size_t visible = s.first_pos + t + 1;
+        for (std::size_t h = head_begin; h < head_end; ++h) {
+            const float* qh = q + (t * s.n_heads + h) * qk;
+            for (std::size_t j = 0; j < visible; ++j) {
+                const float* kh = k_nope + (j * s.n_heads + h) * s.nope_dim;
+                float d = 0;
+                for (std::size_t i = 0; i < s.nope_dim; ++i) {
+                    d += qh[i] * kh[i];
+                }
+                d += kv.dot(s.rope_dim, rows + (j * s.cache_stride + s.rank) * elem, qh + s.nope_dim);
+                score[j] = s.scale * d;
+            }
+            softmax_in_place(score.data(), visible);
+            float* o = out + (t * s.n_heads + h) * s.v_dim;
+            std::fill(o, o + s.v_dim, 0.0f);
+            for (std::size_t j = 0; j < visible; ++j) {
+                const float* vh = v + (j * s.n_heads + h) * s.v_dim;
+                const float p = score[j];
+                for (std::size_t i = 0; i < s.v_dim; ++i) {
+                    o[i] += p * vh[i];
+                }
+            }
+        }
+    }
+}
+
+void mla_attention_absorbed(const mla_shape& s, quant_type cache_type, const float* q, const void* cache, float* out,
+                            std::size_t head_begin, std::size_t head_end, isa_level isa) {
+    assert(s.kv_len >= s.first_pos + s.n_tokens && s.cache_stride >= s.rank + s.rope_dim);
+    if (head_begin >= head_end) {
+        return;
+    }
+    const format_kernels& kv = cache_kernels(cache_type, isa);
+    const auto* rows = static_cast<const std::byte*>(cache);
+    const std::size_t elem = elem_size(cache_type);
+    const std::size_t width = s.rank + s.rope_dim;
+    const std::size_t heads = head_end - head_begin;
+    // Scores of this thread's heads [head][position], and one latent row in floats.
+    thread_local std::vector<float> score;
+    thread_local std::vector<float> latent;
+    score.resize(std::max(score.size(), heads * s.kv_len));
+    latent.resize(std::max(latent.size(), s.rank));
+    for (std::size_t t = 0; t < s.n_tokens; ++t) {
+        const std::size_t visible = s.first_pos + t + 1;
+        const float* qt = q + t * s.n_heads * width;
+        // Scores: each cache row once, against every head (it stays in L1 across them).
+        for (std::size_t j = 0; j < visible; ++j) {
+            const std::byte* row = rows + j * s.cache_stride * elem;
+            for (std::size_t h = head_begin; h < head_end; ++h) {
+                score[(h - head_begin) * visible + j] = s.scale * kv.dot(width, row, qt + h * width);
+            }
+        }
+        for (std::size_t h = 0; h < heads; ++h) {
+            softmax_in_place(score.data() + h * visible, visible);
+        }
+        // Weighted sum of latents: each row dequantized once, added into every head's output.
+        float* ot = out + t * s.n_heads * s.rank;
+        std::fill(ot + head_begin * s.rank, ot + head_end * s.rank, 0.0f);
+        for (std::size_t j = 0; j < visible; ++j) {
+            kv.dequantize(rows + j * s.cache_stride * elem, latent.data(), s.rank);
+            for (std::size_t h = head_begin; h < head_end; ++h) {
+                const float p = score[(h - head_begin) * visible + j];
+                float* o = ot + h * s.rank;
+                for (std::size_t i = 0; i < s.rank; ++i) {
+                    o[i] += p * latent[i];
+                }
+            }
+        }
+    }
+}
+
+} // namespace sluice::kernels
