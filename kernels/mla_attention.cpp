@@ -3,6 +3,7 @@
 // position for all of a thread's heads (MQA-style), since every head shares it.
 #include "kernels/mla_attention.hpp"
 
+#include "kernels/cpu/axpy.hpp"
 #include "kernels/cpu/format_kernels.hpp"
 
 #include <algorithm>
@@ -46,6 +47,8 @@ void mla_attention_plain(const mla_shape& s, quant_type cache_type, const float*
                          const void* cache, float* out, std::size_t head_begin, std::size_t head_end, isa_level isa) {
     assert(s.kv_len >= s.first_pos + s.n_tokens && s.cache_stride >= s.rank + s.rope_dim);
     const format_kernels& kv = cache_kernels(cache_type, isa);
+    const format_kernels& f32 = cache_kernels(quant_type::f32, isa);
+    const axpy_fn axpy = axpy_kernel(isa);
     const auto* rows = static_cast<const std::byte*>(cache);
     const std::size_t elem = elem_size(cache_type);
     const std::size_t qk = s.nope_dim + s.rope_dim;
@@ -57,10 +60,7 @@ void mla_attention_plain(const mla_shape& s, quant_type cache_type, const float*
             const float* qh = q + (t * s.n_heads + h) * qk;
             for (std::size_t j = 0; j < visible; ++j) {
                 const float* kh = k_nope + (j * s.n_heads + h) * s.nope_dim;
-                float d = 0;
-                for (std::size_t i = 0; i < s.nope_dim; ++i) {
-                    d += qh[i] * kh[i];
-                }
+                float d = f32.dot(s.nope_dim, kh, qh);
                 d += kv.dot(s.rope_dim, rows + (j * s.cache_stride + s.rank) * elem, qh + s.nope_dim);
                 score[j] = s.scale * d;
             }
@@ -68,11 +68,7 @@ void mla_attention_plain(const mla_shape& s, quant_type cache_type, const float*
             float* o = out + (t * s.n_heads + h) * s.v_dim;
             std::fill(o, o + s.v_dim, 0.0f);
             for (std::size_t j = 0; j < visible; ++j) {
-                const float* vh = v + (j * s.n_heads + h) * s.v_dim;
-                const float p = score[j];
-                for (std::size_t i = 0; i < s.v_dim; ++i) {
-                    o[i] += p * vh[i];
-                }
+                axpy(s.v_dim, score[j], v + (j * s.n_heads + h) * s.v_dim, o);
             }
         }
     }
@@ -85,6 +81,7 @@ void mla_attention_absorbed(const mla_shape& s, quant_type cache_type, const flo
         return;
     }
     const format_kernels& kv = cache_kernels(cache_type, isa);
+    const axpy_fn axpy = axpy_kernel(isa);
     const auto* rows = static_cast<const std::byte*>(cache);
     const std::size_t elem = elem_size(cache_type);
     const std::size_t width = s.rank + s.rope_dim;
@@ -113,11 +110,7 @@ void mla_attention_absorbed(const mla_shape& s, quant_type cache_type, const flo
         for (std::size_t j = 0; j < visible; ++j) {
             kv.dequantize(rows + j * s.cache_stride * elem, latent.data(), s.rank);
             for (std::size_t h = head_begin; h < head_end; ++h) {
-                const float p = score[(h - head_begin) * visible + j];
-                float* o = ot + h * s.rank;
-                for (std::size_t i = 0; i < s.rank; ++i) {
-                    o[i] += p * latent[i];
-                }
+                axpy(s.rank, score[(h - head_begin) * visible + j], latent.data(), ot + h * s.rank);
             }
         }
     }

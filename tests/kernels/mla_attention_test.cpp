@@ -1,6 +1,7 @@
 // MLA attention: the plain (prefill) and absorbed (decode) forms against a double-precision reference of the
 // decompressed attention, and against each other, for F16 and F32 latent caches at every ISA level.
 #include "kernels/mla_attention.hpp"
+#include "kernels/cpu/axpy.hpp"
 #include "kernels/quant.hpp"
 #include "tests/kernels/test_data.hpp"
 
@@ -225,6 +226,22 @@ TEST(mla_attention, absorbed_rows_are_shared_by_all_heads) {
     mla_attention_absorbed(s, quant_type::f32, q.data(), cache.data(), out.data(), 0, 2);
     for (std::size_t i = 0; i < 8; ++i) {
         EXPECT_EQ(out[i], out[8 + i]);
+    }
+}
+
+TEST(mla_attention, axpy_at_every_level_matches_the_scalar_reference) {
+    std::mt19937 rng(33);
+    for (const auto isa : supported_isas()) {
+        for (std::size_t n : {1, 7, 8, 15, 16, 17, 33, 512, 515}) {
+            const auto x = test::random_floats(rng, n);
+            auto y = test::random_floats(rng, n);
+            auto ref = y;
+            axpy_kernel(isa)(n, 0.37f, x.data(), y.data());
+            axpy_scalar(n, 0.37f, x.data(), ref.data());
+            for (std::size_t i = 0; i < n; ++i) {
+                ASSERT_NEAR(y[i], ref[i], 1e-6f * (1 + std::fabs(ref[i]))) << isa_name(isa) << " n " << n;
+            }
+        }
     }
 }
 
