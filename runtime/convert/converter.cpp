@@ -168,6 +168,11 @@ result<convert_summary> convert_into(const std::filesystem::path& dir, const std
     if (!ckpt) {
         return ckpt.error();
     }
+    if (cfg->fp8_block) { // FP8 weights with block scales read back dequantised; --type requantises them
+        if (auto r = ckpt->attach_block_scales((*cfg->fp8_block)[0], (*cfg->fp8_block)[1]); !r) {
+            return r.error();
+        }
+    }
     auto sources = map_tensors(*cfg, *ckpt, (*arch)->tensors(cfg->hp));
     if (!sources) {
         return sources.error();

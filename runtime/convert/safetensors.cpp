@@ -3,6 +3,7 @@
 
 #include "io/reader.hpp"
 #include "kernels/quant.hpp"
+#include "runtime/convert/fp8.hpp"
 #include "runtime/convert/text_file.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -36,11 +37,11 @@ struct dtype_info {
 };
 
 constexpr dtype_info dtypes[] = {
-    {"F32", st_dtype::f32, 4},    {"F16", st_dtype::f16, 2},       {"BF16", st_dtype::bf16, 2},
-    {"F64", st_dtype::other, 8},  {"I64", st_dtype::other, 8},     {"U64", st_dtype::other, 8},
-    {"I32", st_dtype::other, 4},  {"U32", st_dtype::other, 4},     {"I16", st_dtype::other, 2},
-    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},      {"U8", st_dtype::other, 1},
-    {"BOOL", st_dtype::other, 1}, {"F8_E4M3", st_dtype::other, 1}, {"F8_E5M2", st_dtype::other, 1},
+    {"F32", st_dtype::f32, 4},    {"F16", st_dtype::f16, 2},         {"BF16", st_dtype::bf16, 2},
+    {"F64", st_dtype::other, 8},  {"I64", st_dtype::other, 8},       {"U64", st_dtype::other, 8},
+    {"I32", st_dtype::other, 4},  {"U32", st_dtype::other, 4},       {"I16", st_dtype::other, 2},
+    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},        {"U8", st_dtype::other, 1},
+    {"BOOL", st_dtype::other, 1}, {"F8_E4M3", st_dtype::f8_e4m3, 1}, {"F8_E5M2", st_dtype::other, 1},
 };
 
 const dtype_info* find_dtype(std::string_view name) {
@@ -328,19 +329,93 @@ result<checkpoint> checkpoint::open(const std::filesystem::path& dir) {
     return c;
 }
 
+result<void> checkpoint::attach_block_scales(std::uint32_t block_rows, std::uint32_t block_cols) {
+    constexpr std::string_view suffix = "weight_scale_inv";
+    if (block_rows == 0 || block_cols == 0) {
+        return make_error(std::errc::invalid_argument, "FP8 block size must be positive");
+    }
+    // Check every scale against its weight first (find() indexes tensors_ as it is), then split the list.
+    std::vector<st_tensor> kept;
+    for (const auto& t : tensors_) {
+        if (!t.name.ends_with(suffix)) {
+            continue;
+        }
+        const std::string weight = t.name.substr(0, t.name.size() - suffix.size()) + "weight";
+        const st_tensor* w = find(weight);
+        if (w == nullptr) {
+            return bad_file("tensor " + t.name + ": block scales without a tensor " + weight);
+        }
+        if (w->dtype != st_dtype::f8_e4m3 || w->shape.size() != 2) {
+            return bad_file("tensor " + weight + ": block scales need a 2-D F8_E4M3 matrix, found " + w->dtype_name +
+                            " " + shape_string(w->shape));
+        }
+        const std::uint64_t expect[2] = {(w->shape[0] + block_rows - 1) / block_rows,
+                                         (w->shape[1] + block_cols - 1) / block_cols};
+        if (t.dtype != st_dtype::f32 || t.shape.size() != 2 || t.shape[0] != expect[0] || t.shape[1] != expect[1]) {
+            return bad_file("tensor " + t.name + ": expected F32 " + shape_string(expect) + " for blocks of " +
+                            std::to_string(block_rows) + "x" + std::to_string(block_cols) + " of " + weight + " " +
+                            shape_string(w->shape) + ", found " + t.dtype_name + " " + shape_string(t.shape));
+        }
+    }
+    for (auto& t : tensors_) {
+        (t.name.ends_with(suffix) ? scales_ : kept).push_back(std::move(t));
+    }
+    tensors_ = std::move(kept);
+    index_.clear();
+    for (std::size_t i = 0; i < tensors_.size(); ++i) {
+        index_.emplace(tensors_[i].name, i);
+    }
+    for (std::size_t i = 0; i < scales_.size(); ++i) {
+        const auto& name = scales_[i].name;
+        auto& w = tensors_[index_.at(name.substr(0, name.size() - suffix.size()) + "weight")];
+        w.block_scale = static_cast<std::int32_t>(i);
+        w.block_rows = block_rows;
+        w.block_cols = block_cols;
+    }
+    for (const auto& t : tensors_) {
+        if (t.dtype == st_dtype::f8_e4m3 && t.block_scale < 0) {
+            return bad_file("tensor " + t.name + ": F8_E4M3 without a " + t.name + "_scale_inv block-scale tensor");
+        }
+    }
+    return {};
+}
+
+result<void> checkpoint::read_fp8_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
+    const std::uint64_t cols = t.row_elems();
+    std::vector<std::byte> raw(n_rows * cols);
+    if (auto r = state_->read(state_->files[t.file], t.offset + first_row * cols, raw); !r) {
+        return r.error().with_context("tensor " + t.name);
+    }
+    fp8_e4m3_to_float(reinterpret_cast<const std::uint8_t*>(raw.data()), out, raw.size());
+    const st_tensor& scale = scales_[static_cast<std::size_t>(t.block_scale)];
+    const std::uint64_t first_block = first_row / t.block_rows;
+    const std::uint64_t last_block = (first_row + n_rows - 1) / t.block_rows;
+    std::vector<float> scales((last_block - first_block + 1) * scale.row_elems());
+    if (auto r = read_rows(scale, first_block, last_block - first_block + 1, scales.data()); !r) {
+        return r;
+    }
+    apply_block_scales(out, first_row, n_rows, cols, scales.data(), scale.row_elems(), t.block_rows, t.block_cols);
+    return {};
+}
+
 result<void> checkpoint::read_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
-    if (t.dtype == st_dtype::other) {
+    const bool scaled_fp8 = t.dtype == st_dtype::f8_e4m3 && t.block_scale >= 0;
+    if (t.dtype == st_dtype::other || (t.dtype == st_dtype::f8_e4m3 && !scaled_fp8)) {
         return make_error(std::errc::not_supported,
-                          "tensor " + t.name + ": dtype " + t.dtype_name + " is not supported (F32, F16, BF16 are)");
+                          "tensor " + t.name + ": dtype " + t.dtype_name +
+                              " is not supported (F32, F16, BF16, and F8_E4M3 with weight_scale_inv block scales are)");
     }
     if (first_row > t.rows() || n_rows > t.rows() - first_row) {
         return make_error(std::errc::invalid_argument, "tensor " + t.name + ": rows out of range");
     }
-    const std::uint64_t elem = t.dtype == st_dtype::f32 ? 4 : 2;
-    const std::uint64_t n = n_rows * t.row_elems();
-    if (n == 0) {
+    if (n_rows * t.row_elems() == 0) {
         return {};
     }
+    if (scaled_fp8) {
+        return read_fp8_rows(t, first_row, n_rows, out);
+    }
+    const std::uint64_t elem = t.dtype == st_dtype::f32 ? 4 : 2;
+    const std::uint64_t n = n_rows * t.row_elems();
     const std::uint64_t offset = t.offset + first_row * t.row_elems() * elem;
     if (t.dtype == st_dtype::f32) {
         if (auto r = state_->read(state_->files[t.file], offset, {reinterpret_cast<std::byte*>(out), n * 4}); !r) {

@@ -278,7 +278,7 @@ def make_fp8(root, src_name, cls_name, sequences, prompt, cont):
     model = getattr(transformers, cls_name).from_pretrained(str(tmp), dtype=torch.float32, attn_implementation="eager",
                                                             experts_implementation="eager")
     shutil.rmtree(tmp)
-    log(f"  fp8: {sum(is_fp8_weight(k, t) for k, t in tensors.items())} tensors quantised")
+    log(f"  fp8: {sum(k.endswith('_scale_inv') for k in stored)} tensors quantised")
     model64 = copy.deepcopy(model).double().eval()
     logits64 = [mf.full_logits(model64, s) for s in sequences]
     mf.write_logits(out / "logits.bin", logits64)
