@@ -3,6 +3,8 @@
 // position for all of a thread's heads (MQA-style), since every head shares it.
 #include "kernels/mla_attention.hpp"
 
+#include "kernels/quant.hpp"
+
 #include "kernels/cpu/axpy.hpp"
 #include "kernels/cpu/format_kernels.hpp"
 
@@ -69,6 +71,54 @@ void mla_attention_plain(const mla_shape& s, quant_type cache_type, const float*
             std::fill(o, o + s.v_dim, 0.0f);
             for (std::size_t j = 0; j < visible; ++j) {
                 axpy(s.v_dim, score[j], v + (j * s.n_heads + h) * s.v_dim, o);
+            }
+        }
+    }
+}
+
+void mla_decompress(const mla_shape& s, quant_type weight_type, const void* k_b, const void* v_b, quant_type cache_type,
+                    const void* cache, std::size_t n_pos, float* k_nope, float* v, std::size_t head_begin,
+                    std::size_t head_end, isa_level isa) {
+    if (head_begin >= head_end || n_pos == 0) {
+        return;
+    }
+    const format_kernels& f32 = cache_kernels(quant_type::f32, isa);
+    const format_kernels& kv = cache_kernels(cache_type, isa);
+    const auto* rows = static_cast<const std::byte*>(cache);
+    const std::size_t elem = elem_size(cache_type);
+    const std::size_t kb_row = *row_bytes(weight_type, s.nope_dim);
+    const std::size_t vb_row = *row_bytes(weight_type, s.rank);
+    // Latents of every position in floats, then one head at a time: W_kb,h transposed to nope_dim rows of rank
+    // values (so each key value is one dot over the latent) and W_vb,h as it is.
+    thread_local std::vector<float> latent, kt, rowbuf, vb;
+    latent.resize(std::max(latent.size(), n_pos * s.rank));
+    kt.resize(std::max(kt.size(), s.nope_dim * s.rank));
+    rowbuf.resize(std::max(rowbuf.size(), s.nope_dim));
+    vb.resize(std::max(vb.size(), s.v_dim * s.rank));
+    for (std::size_t j = 0; j < n_pos; ++j) {
+        kv.dequantize(rows + j * s.cache_stride * elem, latent.data() + j * s.rank, s.rank);
+    }
+    const auto* kb = static_cast<const std::byte*>(k_b);
+    const auto* vbw = static_cast<const std::byte*>(v_b);
+    for (std::size_t h = head_begin; h < head_end; ++h) {
+        for (std::size_t r = 0; r < s.rank; ++r) {
+            dequantize_row(weight_type, kb + (h * s.rank + r) * kb_row, rowbuf.data(), s.nope_dim, isa);
+            for (std::size_t d = 0; d < s.nope_dim; ++d) {
+                kt[d * s.rank + r] = rowbuf[d];
+            }
+        }
+        for (std::size_t e = 0; e < s.v_dim; ++e) {
+            dequantize_row(weight_type, vbw + (h * s.v_dim + e) * vb_row, vb.data() + e * s.rank, s.rank, isa);
+        }
+        for (std::size_t j = 0; j < n_pos; ++j) {
+            const float* c = latent.data() + j * s.rank;
+            float* kh = k_nope + (j * s.n_heads + h) * s.nope_dim;
+            for (std::size_t d = 0; d < s.nope_dim; ++d) {
+                kh[d] = f32.dot(s.rank, kt.data() + d * s.rank, c);
+            }
+            float* vh = v + (j * s.n_heads + h) * s.v_dim;
+            for (std::size_t e = 0; e < s.v_dim; ++e) {
+                vh[e] = f32.dot(s.rank, vb.data() + e * s.rank, c);
             }
         }
     }

@@ -34,6 +34,16 @@ void mla_attention_plain(const mla_shape& s, quant_type cache_type, const float*
                          const void* cache, float* out, std::size_t head_begin, std::size_t head_end,
                          isa_level isa = active_isa());
 
+/// The plain form's inputs from the cache's latents and the GGUF weights (rows of `weight_type`): for positions
+/// [0, n_pos) and heads [head_begin, head_end), k_nope[j][h] = W_kb,h c_j and v[j][h] = W_vb,h c_j, where `k_b` is
+/// attn_k_b {nope_dim, rank, n_heads} (per head: rank rows of nope_dim values, i.e. W_kb,h transposed) and `v_b`
+/// is attn_v_b {rank, v_dim, n_heads} (per head: v_dim rows of rank values). Layouts of k_nope and v as
+/// `mla_attention_plain` takes them. Thread-safe for disjoint head ranges. Cache type F16 or F32; rows of
+/// `weight_type` need nope_dim and rank to be multiples of its block.
+void mla_decompress(const mla_shape& s, quant_type weight_type, const void* k_b, const void* v_b, quant_type cache_type,
+                    const void* cache, std::size_t n_pos, float* k_nope, float* v, std::size_t head_begin,
+                    std::size_t head_end, isa_level isa = active_isa());
+
 /// Absorbed form. q: [n_tokens][n_heads][rank + rope_dim]: per head W_kb^T q_nope (rank values) then q_pe.
 /// score(t, h, j) = scale * (q . cache row j), one dot over rank + rope_dim values; out: [n_tokens][n_heads][rank],
 /// the softmax-weighted sum of latents, which W_vb turns into the head's value output.

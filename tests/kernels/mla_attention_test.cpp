@@ -1,7 +1,7 @@
 // MLA attention: the plain (prefill) and absorbed (decode) forms against a double-precision reference of the
 // decompressed attention, and against each other, for F16 and F32 latent caches at every ISA level.
-#include "kernels/mla_attention.hpp"
 #include "kernels/cpu/axpy.hpp"
+#include "kernels/mla_attention.hpp"
 #include "kernels/quant.hpp"
 #include "tests/kernels/test_data.hpp"
 
@@ -240,6 +240,48 @@ TEST(mla_attention, axpy_at_every_level_matches_the_scalar_reference) {
             axpy_scalar(n, 0.37f, x.data(), ref.data());
             for (std::size_t i = 0; i < n; ++i) {
                 ASSERT_NEAR(y[i], ref[i], 1e-6f * (1 + std::fabs(ref[i]))) << isa_name(isa) << " n " << n;
+            }
+        }
+    }
+}
+
+TEST(mla_attention, decompression_from_gguf_weight_layouts_matches_the_float_product) {
+    // attn_k_b and attn_v_b as GGUF stores them, in F32, F16 and Q8_0 (blocks of 32 along nope_dim and rank).
+    std::mt19937 rng(34);
+    const mla_case c{3, 64, 8, 32, 32, 4, 5};
+    for (const auto wtype : {quant_type::f32, quant_type::f16, quant_type::q8_0}) {
+        for (const auto isa : supported_isas()) {
+            auto d = make_data(rng, c, quant_type::f16);
+            const auto& s = d.s;
+            std::vector<std::byte> kb(*row_bytes(wtype, s.nope_dim) * s.rank * s.n_heads);
+            std::vector<std::byte> vb(*row_bytes(wtype, s.rank) * s.v_dim * s.n_heads);
+            quantize_row(wtype, d.w_kb.data(), kb.data(), d.w_kb.size());
+            quantize_row(wtype, d.w_vb.data(), vb.data(), d.w_vb.size());
+            dequantize_row(wtype, kb.data(), d.w_kb.data(), d.w_kb.size()); // the values the weights now hold
+            dequantize_row(wtype, vb.data(), d.w_vb.data(), d.w_vb.size());
+            std::vector<float> k_nope(s.kv_len * s.n_heads * s.nope_dim), v(s.kv_len * s.n_heads * s.v_dim);
+            mla_decompress(s, wtype, kb.data(), vb.data(), quant_type::f16, d.raw.data(), s.kv_len, k_nope.data(),
+                           v.data(), 0, 2, isa);
+            mla_decompress(s, wtype, kb.data(), vb.data(), quant_type::f16, d.raw.data(), s.kv_len, k_nope.data(),
+                           v.data(), 2, s.n_heads, isa);
+            for (std::size_t j = 0; j < s.kv_len; ++j) {
+                const float* lat = d.cache.data() + j * s.cache_stride;
+                for (std::size_t h = 0; h < s.n_heads; ++h) {
+                    for (std::size_t i = 0; i < s.nope_dim; ++i) {
+                        double k = 0;
+                        for (std::size_t r = 0; r < s.rank; ++r) {
+                            k += static_cast<double>(d.w_kb[(h * s.rank + r) * s.nope_dim + i]) * lat[r];
+                        }
+                        ASSERT_NEAR(k_nope[(j * s.n_heads + h) * s.nope_dim + i], k, 1e-4 * (1 + std::fabs(k)));
+                    }
+                    for (std::size_t e = 0; e < s.v_dim; ++e) {
+                        double x = 0;
+                        for (std::size_t r = 0; r < s.rank; ++r) {
+                            x += static_cast<double>(d.w_vb[(h * s.v_dim + e) * s.rank + r]) * lat[r];
+                        }
+                        ASSERT_NEAR(v[(j * s.n_heads + h) * s.v_dim + e], x, 1e-4 * (1 + std::fabs(x)));
+                    }
+                }
             }
         }
     }
