@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <vector>
 
@@ -21,35 +22,19 @@ void rms_norm(const float* x, const float* weight, float* y, std::size_t n, floa
 }
 
 void rope_yarn_corr_dims(const rope_params& p, double& low, double& high) noexcept {
-    // The dimension at which `rotations` full turns fit into n_ctx_orig positions.
-    const auto corr_dim = [&](double rotations) {
+    const auto dim = [&](float rotations) {
         return static_cast<double>(p.n_rot) *
-               std::log(static_cast<double>(p.n_ctx_orig) / (rotations * 2.0 * 3.14159265358979323846)) /
+               std::log(static_cast<double>(p.n_ctx_orig) / (rotations * 2.0 * std::numbers::pi)) /
                (2.0 * std::log(static_cast<double>(p.freq_base)));
     };
-    double lo = corr_dim(p.beta_fast);
-    double hi = corr_dim(p.beta_slow);
+    double lo = dim(p.beta_fast);
+    double hi = dim(p.beta_slow);
     if (p.yarn_truncate) {
         lo = std::floor(lo);
         hi = std::ceil(hi);
     }
-    low = std::max(lo, 0.0);
-    high = std::min(hi, static_cast<double>(p.n_rot) - 1.0);
-}
-
-double rope_pair_frequency(const rope_params& p, std::size_t i, double low, double high) noexcept {
-    const double base =
-        std::pow(static_cast<double>(p.freq_base), -2.0 * static_cast<double>(i) / static_cast<double>(p.n_rot));
-    if (p.ext_factor == 0.0f) {
-        return base * p.freq_scale;
-    }
-    const double y = (static_cast<double>(i) - low) / std::max(0.001, high - low);
-    const double mix = (1.0 - std::clamp(y, 0.0, 1.0)) * p.ext_factor;
-    return base * (p.freq_scale * (1.0 - mix) + mix);
-}
-
-float yarn_mscale(float factor, float mscale) noexcept {
-    return factor <= 1.0f ? 1.0f : 0.1f * mscale * std::log(factor) + 1.0f;
+    low = std::max(0.0, lo);
+    high = std::min(static_cast<double>(p.n_rot) - 1.0, hi);
 }
 
 void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t head_stride, std::int64_t pos,
@@ -61,16 +46,22 @@ void rope(float* x, std::size_t n_heads, std::size_t head_dim, std::size_t head_
     float cos_t[512];
     float sin_t[512];
     assert(half <= 512);
-    double low = 0.0, high = 0.0;
+    double low = 0.0;
+    double high = 0.0;
     if (p.ext_factor != 0.0f) {
         rope_yarn_corr_dims(p, low, high);
     }
     const double theta_scale = std::pow(static_cast<double>(p.freq_base), -2.0 / static_cast<double>(p.n_rot));
-    double theta = static_cast<double>(pos) * p.freq_scale;
-    for (std::size_t i = 0; i < half; ++i, theta *= theta_scale) {
-        const double t = p.ext_factor == 0.0f ? theta : static_cast<double>(pos) * rope_pair_frequency(p, i, low, high);
-        cos_t[i] = static_cast<float>(std::cos(t)) * p.attn_factor;
-        sin_t[i] = static_cast<float>(std::sin(t)) * p.attn_factor;
+    double theta_extrap = static_cast<double>(pos);
+    for (std::size_t i = 0; i < half; ++i, theta_extrap *= theta_scale) {
+        double theta = theta_extrap * p.freq_scale;
+        if (p.ext_factor != 0.0f) {
+            const double ramp = std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+            const double mix = (1.0 - ramp) * p.ext_factor;
+            theta = theta * (1.0 - mix) + theta_extrap * mix;
+        }
+        cos_t[i] = static_cast<float>(std::cos(theta)) * p.attn_factor;
+        sin_t[i] = static_cast<float>(std::sin(theta)) * p.attn_factor;
     }
     for (std::size_t h = 0; h < n_heads; ++h) {
         float* v = x + h * head_stride;
@@ -158,7 +149,7 @@ void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, cons
     score.assign(logits, logits + n_experts);
     if (p.scoring == router_scoring::softmax) {
         softmax(score.data(), n_experts);
-    } else {
+    } else if (p.scoring == router_scoring::sigmoid) {
         for (auto& s : score) {
             s = 1.0f / (1.0f + std::exp(-s));
         }
@@ -190,6 +181,10 @@ void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, cons
         weights[i] = score[order[i]];
         sum += weights[i];
     }
+    if (p.scoring == router_scoring::softmax_of_chosen) {
+        softmax(weights, k);
+        sum = 0; // the softmax already sums to one
+    }
     for (std::size_t i = 0; i < k; ++i) {
         if (p.renormalize && sum > 0) {
             weights[i] /= sum;
@@ -205,6 +200,10 @@ void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, rout
     p.selection_bias = selection_bias;
     p.renormalize = renormalize;
     route_top_k(logits, n_experts, k, p, ids, weights);
+}
+
+float yarn_mscale(float factor, float mscale) noexcept {
+    return factor <= 1.0f ? 1.0f : 0.1f * mscale * std::log(factor) + 1.0f;
 }
 
 } // namespace sluice::kernels
