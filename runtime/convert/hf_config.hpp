@@ -53,8 +53,9 @@ struct hf_model_config {
     models::model_hparams hp;           ///< generic fields; arch flags are left to the architecture's configure hook
     bool tied_embeddings = false;       ///< tie_word_embeddings: no output.weight
     std::optional<bool> norm_topk_prob; ///< written as <arch>.expert_weights_norm when present
-    std::optional<hf_moe_family> moe_family;               ///< deepseek2 and glm4moe
-    std::optional<std::array<std::uint32_t, 2>> fp8_block; ///< quantization_config.weight_block_size (fp8)
+    std::optional<hf_moe_family> moe_family;                ///< deepseek2 and glm4moe
+    std::optional<std::array<std::uint32_t, 2>> fp8_block;  ///< quantization_config.weight_block_size (fp8)
+    std::optional<std::array<std::uint32_t, 2>> packed_int; ///< compressed-tensors pack-quantized: bits, group size
     std::string tensor_prefix; ///< prepended to the usual tensor names ("language_model." for Kimi-K2.5)
 };
 

@@ -198,6 +198,49 @@ result<void> read_glm_attention(const fields& f, models::model_hparams& hp, hf_m
     return {};
 }
 
+/// compressed-tensors with one config group of symmetric integer weights in groups ("pack-quantized", as
+/// Kimi-K2-Thinking and K2.5 ship their experts).
+result<void> read_packed_int(const fields& q, hf_model_config& cfg) {
+    std::string format;
+    SLUICE_CONFIG_TRY(format, q.string_or("format", ""));
+    if (format != "pack-quantized") {
+        return unsupported(q.name("format"), "'" + format + "' is not supported (pack-quantized is)");
+    }
+    const auto* groups = q.find("config_groups");
+    if (groups == nullptr || !groups->is_object() || groups->get_object().size() != 1 ||
+        !groups->get_object().begin()->value().is_object()) {
+        return unsupported(q.name("config_groups"), "expected exactly one group");
+    }
+    const auto& group = groups->get_object().begin()->value().get_object();
+    const auto* weights = group.if_contains("weights");
+    if (weights == nullptr || !weights->is_object()) {
+        return field_error(q.name("config_groups.") + std::string(groups->get_object().begin()->key()) + ".weights",
+                           "expected an object");
+    }
+    const fields w(weights->get_object(),
+                   q.name("config_groups.") + std::string(groups->get_object().begin()->key()) + ".weights.");
+    std::uint32_t bits = 0, group_size = 0;
+    std::string type, strategy;
+    std::optional<bool> symmetric;
+    SLUICE_CONFIG_TRY(bits, w.u32("num_bits"));
+    SLUICE_CONFIG_TRY(group_size, w.u32("group_size"));
+    SLUICE_CONFIG_TRY(type, w.string_or("type", "int"));
+    SLUICE_CONFIG_TRY(strategy, w.string_or("strategy", "group"));
+    SLUICE_CONFIG_TRY(symmetric, w.boolean("symmetric"));
+    if (bits != 4 && bits != 8) {
+        return unsupported(w.name("num_bits"), std::to_string(bits) + " is not supported (4 and 8 are)");
+    }
+    if (type != "int" || strategy != "group" || !symmetric.value_or(true) || group_size == 0) {
+        return unsupported(w.name(type != "int"         ? "type"
+                                  : strategy != "group" ? "strategy"
+                                  : group_size == 0     ? "group_size"
+                                                        : "symmetric"),
+                           "only symmetric integer weights in groups are supported");
+    }
+    cfg.packed_int = std::array<std::uint32_t, 2>{bits, group_size};
+    return {};
+}
+
 } // namespace
 
 result<void> read_moe_family(const fields& f, hf_model_config& cfg) {
@@ -227,8 +270,12 @@ result<void> read_quantization(const fields& f, hf_model_config& cfg) {
     const fields qf(q->get_object(), f.name("quantization_config."));
     std::string method;
     SLUICE_CONFIG_TRY(method, qf.string_or("quant_method", ""));
+    if (method == "compressed-tensors") {
+        return read_packed_int(qf, cfg);
+    }
     if (method != "fp8") {
-        return unsupported(qf.name("quant_method"), "'" + method + "' is not supported (fp8 with block scales is)");
+        return unsupported(qf.name("quant_method"),
+                           "'" + method + "' is not supported (fp8 with block scales and compressed-tensors are)");
     }
     std::string fmt;
     SLUICE_CONFIG_TRY(fmt, qf.string_or("fmt", "e4m3"));

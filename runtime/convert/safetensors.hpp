@@ -17,7 +17,8 @@
 namespace sluice::convert {
 
 /// Element types the converter reads; everything else is `other` (kept so errors can name it).
-enum class st_dtype { f32, f16, bf16, f8_e4m3, other };
+/// f8_e4m3 reads need block scales (attach_block_scales); int_packed is a weight assembled by attach_packed_int.
+enum class st_dtype { f32, f16, bf16, f8_e4m3, int_packed, other };
 
 /// One tensor of a safetensors file. `shape` is in PyTorch order (slowest first).
 struct st_tensor {
@@ -32,6 +33,7 @@ struct st_tensor {
     /// block size (see checkpoint::attach_block_scales).
     std::int32_t block_scale = -1;
     std::uint32_t block_rows = 0, block_cols = 0;
+    std::uint32_t packed_bits = 0; ///< int_packed: bits per value (values packed low bits first in 32-bit words)
 
     /// Values per row: the last dimension (1 for a scalar).
     [[nodiscard]] std::uint64_t row_elems() const noexcept { return shape.empty() ? 1 : shape.back(); }
@@ -75,7 +77,13 @@ public:
     /// its weight, a weight that is not a 2-D F8_E4M3 matrix, a scale that is not F32 of shape
     /// [ceil(rows / block_rows), ceil(cols / block_cols)], an F8_E4M3 tensor left without a scale.
     result<void> attach_block_scales(std::uint32_t block_rows, std::uint32_t block_cols);
-    /// The scale tensors attach_block_scales took out.
+    /// Assembles every compressed-tensors "pack-quantized" weight (Kimi-K2-Thinking and K2.5's experts):
+    /// `X.weight_packed` (I32 [rows, ceil(cols * bits / 32)], values low bits first, offset by 2^(bits-1)),
+    /// `X.weight_scale` (F32/F16/BF16 [rows, ceil(cols / group_size)]) and `X.weight_shape` (I64 [rows, cols])
+    /// become one tensor `X.weight` [rows, cols] whose reads are dequantised: (q - 2^(bits-1)) * scale. Errors
+    /// name the tensor: a missing or misshapen part, an asymmetric weight (a zero point), bits other than 4 or 8.
+    result<void> attach_packed_int(std::uint32_t bits, std::uint32_t group_size);
+    /// The scale tensors attach_block_scales and attach_packed_int took out.
     [[nodiscard]] std::span<const st_tensor> block_scales() const noexcept { return scales_; }
 
     /// Reads rows [first_row, first_row + n_rows) of `t` (rows of `t.row_elems()` values) into `out` as
@@ -88,6 +96,8 @@ private:
     explicit checkpoint(std::unique_ptr<state> s);
     result<void> add_file(const std::filesystem::path& path);
     result<void> read_fp8_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out);
+    result<void> read_packed_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out);
+    result<void> apply_scales(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out);
 
     std::unique_ptr<state> state_;
     std::vector<st_tensor> tensors_;

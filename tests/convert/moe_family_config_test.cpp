@@ -201,12 +201,17 @@ TEST(moe_family_config, inconsistent_mla_ranks_and_groups_are_errors_naming_the_
 }
 
 TEST(moe_family_config, quantization_other_than_fp8_blocks_is_an_error_naming_the_field) {
+    expect_error_naming(parse_edited("deepseek_v3",
+                                     [](json::object& c) {
+                                         c["quantization_config"] = json::object{{"quant_method", "gptq"}};
+                                     }),
+                        "quantization_config.quant_method");
     expect_error_naming(
         parse_edited("deepseek_v3",
                      [](json::object& c) {
                          c["quantization_config"] = json::object{{"quant_method", "compressed-tensors"}};
                      }),
-        "quantization_config.quant_method");
+        "quantization_config.format");
     expect_error_naming(parse_edited("deepseek_v3",
                                      [](json::object& c) {
                                          c["quantization_config"] = json::object{
