@@ -109,37 +109,109 @@ void swiglu_clamped(const float* gate, const float* up, float* out, std::size_t 
     }
 }
 
-void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, router_scoring scoring,
-                 const float* selection_bias, bool renormalize, std::int32_t* ids, float* weights) noexcept {
+namespace {
+
+// Marks the experts of all but the `used` best groups as excluded. A group scores the sum of its two highest keys.
+void keep_best_groups(const std::vector<float>& key, std::size_t n_groups, std::size_t used,
+                      std::vector<char>& excluded) {
+    const std::size_t per = key.size() / n_groups;
+    thread_local std::vector<float> group_score;
+    thread_local std::vector<std::int32_t> group_order;
+    group_score.resize(n_groups);
+    group_order.resize(n_groups);
+    for (std::size_t g = 0; g < n_groups; ++g) {
+        float first = -INFINITY, second = -INFINITY;
+        for (std::size_t e = g * per; e < (g + 1) * per; ++e) {
+            if (key[e] > first) {
+                second = first;
+                first = key[e];
+            } else if (key[e] > second) {
+                second = key[e];
+            }
+        }
+        group_score[g] = first + second;
+    }
+    std::iota(group_order.begin(), group_order.end(), 0);
+    std::partial_sort(group_order.begin(), group_order.begin() + static_cast<std::ptrdiff_t>(used), group_order.end(),
+                      [&](std::int32_t a, std::int32_t b) {
+                          return group_score[a] > group_score[b] || (group_score[a] == group_score[b] && a < b);
+                      });
+    excluded.assign(key.size(), 1);
+    for (std::size_t i = 0; i < used; ++i) {
+        const std::size_t g = static_cast<std::size_t>(group_order[i]);
+        std::fill(excluded.begin() + static_cast<std::ptrdiff_t>(g * per),
+                  excluded.begin() + static_cast<std::ptrdiff_t>((g + 1) * per), 0);
+    }
+}
+
+} // namespace
+
+void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, const route_params& p, std::int32_t* ids,
+                 float* weights) noexcept {
     assert(k >= 1 && k <= n_experts);
-    std::vector<float> score(logits, logits + n_experts);
-    if (scoring == router_scoring::softmax) {
+    // Per-thread scratch that only grows: routing runs on compute threads for every token.
+    thread_local std::vector<float> score;
+    thread_local std::vector<float> key;
+    thread_local std::vector<char> excluded;
+    thread_local std::vector<std::int32_t> order;
+    score.assign(logits, logits + n_experts);
+    if (p.scoring == router_scoring::softmax) {
         softmax(score.data(), n_experts);
-    } else if (scoring == router_scoring::sigmoid) {
+    } else if (p.scoring == router_scoring::sigmoid) {
         for (auto& s : score) {
             s = 1.0f / (1.0f + std::exp(-s));
         }
     }
-    std::vector<std::int32_t> order(n_experts);
+    key.resize(n_experts);
+    for (std::size_t e = 0; e < n_experts; ++e) {
+        key[e] = score[e] + (p.selection_bias ? p.selection_bias[e] : 0.0f);
+    }
+    if (p.n_groups > 1) {
+        assert(n_experts % p.n_groups == 0 && n_experts / p.n_groups >= 2);
+        assert(p.groups_used >= 1 && p.groups_used <= p.n_groups && k <= p.groups_used * (n_experts / p.n_groups));
+        keep_best_groups(key, p.n_groups, p.groups_used, excluded);
+    } else {
+        excluded.assign(n_experts, 0);
+    }
+    order.resize(n_experts);
     std::iota(order.begin(), order.end(), 0);
-    const auto key = [&](std::int32_t e) { return score[e] + (selection_bias ? selection_bias[e] : 0.0f); };
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                      [&](std::int32_t a, std::int32_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+    // Excluded experts sort after every eligible one, whatever their key.
+    const auto before = [&](std::int32_t a, std::int32_t b) {
+        if (excluded[a] != excluded[b]) {
+            return excluded[a] < excluded[b];
+        }
+        return key[a] > key[b] || (key[a] == key[b] && a < b);
+    };
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), before);
     float sum = 0;
     for (std::size_t i = 0; i < k; ++i) {
         ids[i] = order[i];
         weights[i] = score[order[i]];
         sum += weights[i];
     }
-    if (scoring == router_scoring::softmax_of_chosen) {
+    if (p.scoring == router_scoring::softmax_of_chosen) {
         softmax(weights, k);
-        return;
+        sum = 0; // the softmax already sums to one
     }
-    if (renormalize && sum > 0) {
-        for (std::size_t i = 0; i < k; ++i) {
+    for (std::size_t i = 0; i < k; ++i) {
+        if (p.renormalize && sum > 0) {
             weights[i] /= sum;
         }
+        weights[i] *= p.scale;
     }
+}
+
+void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, router_scoring scoring,
+                 const float* selection_bias, bool renormalize, std::int32_t* ids, float* weights) noexcept {
+    route_params p;
+    p.scoring = scoring;
+    p.selection_bias = selection_bias;
+    p.renormalize = renormalize;
+    route_top_k(logits, n_experts, k, p, ids, weights);
+}
+
+float yarn_mscale(float factor, float mscale) noexcept {
+    return factor <= 1.0f ? 1.0f : 0.1f * mscale * std::log(factor) + 1.0f;
 }
 
 } // namespace sluice::kernels

@@ -63,12 +63,40 @@ enum class router_scoring {
     softmax_of_chosen ///< the top k raw logits, then a softmax over those k (gpt-oss); weights always sum to 1
 };
 
-/// Picks the `k` experts with the highest score (ties: lower id first) from `n_experts` logits.
-/// Scores are softmax or sigmoid of the logits, or the raw logits for softmax_of_chosen; `selection_bias`
-/// (nullable) is added for the choice only.
-/// Writes ids and weights (the chosen scores, divided by their sum when `renormalize`), highest first.
-/// Requires 1 <= k <= n_experts.
+/// How `route_top_k` scores, chooses and weighs experts.
+struct route_params {
+    router_scoring scoring = router_scoring::softmax;
+    /// Added to each expert's score for the choice only (DeepSeek-V3's e_score_correction_bias); nullable.
+    const float* selection_bias = nullptr;
+    /// Divide the chosen experts' weights by their sum.
+    bool renormalize = false;
+    /// Grouped choice (DeepSeek-V3's noaux_tc): the experts form `n_groups` equal groups of consecutive ids, each
+    /// group scores the sum of its two highest biased scores, and only the `groups_used` best groups (ties: lower
+    /// group first) compete; the rest are out of the choice entirely. 1 group: a plain top-k.
+    std::uint32_t n_groups = 1;
+    std::uint32_t groups_used = 1;
+    /// Multiplies the final weights, after any renormalisation (routed_scaling_factor).
+    float scale = 1.0f;
+};
+
+/// Picks the `k` experts with the highest (biased) score from `n_experts` logits (ties: lower id first), within
+/// the best groups when `p.n_groups > 1`. Scores are softmax or sigmoid of the logits, or the raw logits for
+/// softmax_of_chosen. Writes ids and weights (the chosen unbiased scores, renormalised as `p` says, or the softmax
+/// of the chosen logits; then scaled), highest first.
+/// Requires 1 <= k <= n_experts; with groups: n_experts divisible by n_groups, at least 2 experts per group,
+/// 1 <= groups_used <= n_groups and k <= groups_used * (n_experts / n_groups).
+void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, const route_params& p, std::int32_t* ids,
+                 float* weights) noexcept;
+
+/// The same with one group and no scaling: scores are softmax or sigmoid of the logits, or the raw logits for
+/// softmax_of_chosen; `selection_bias` (nullable) is added for the choice only. Writes ids and weights (the chosen
+/// scores, divided by their sum when `renormalize`), highest first. Requires 1 <= k <= n_experts.
 void route_top_k(const float* logits, std::size_t n_experts, std::size_t k, router_scoring scoring,
                  const float* selection_bias, bool renormalize, std::int32_t* ids, float* weights) noexcept;
+
+/// YaRN's default attention factor for a scaling `factor` and an mscale: 1 when factor <= 1, else
+/// 0.1 * mscale * ln(factor) + 1 (transformers' get_mscale). DeepSeek-V3 multiplies its softmax scale by the square
+/// of yarn_mscale(factor, mscale_all_dim).
+float yarn_mscale(float factor, float mscale = 1.0f) noexcept;
 
 } // namespace sluice::kernels
