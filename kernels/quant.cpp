@@ -20,6 +20,8 @@ bool can_quantize(quant_type type) noexcept {
     case quant_type::q8_0:
     case quant_type::q4_0:
     case quant_type::mxfp4:
+    case quant_type::q2_k:
+    case quant_type::q3_k:
     case quant_type::q4_k:
     case quant_type::q5_k:
     case quant_type::q6_k: return true;
@@ -42,6 +44,8 @@ void quantize_row(quant_type type, const float* src, void* dst, std::size_t n) {
     case quant_type::q8_0: scalar::quantize_q8_0(src, dst, n); break;
     case quant_type::q4_0: scalar::quantize_q4_0(src, dst, n); break;
     case quant_type::mxfp4: scalar::quantize_mxfp4(src, dst, n); break;
+    case quant_type::q2_k: scalar::quantize_q2_k(src, dst, n); break;
+    case quant_type::q3_k: scalar::quantize_q3_k(src, dst, n); break;
     case quant_type::q4_k: scalar::quantize_q4_k(src, dst, n); break;
     case quant_type::q5_k: scalar::quantize_q5_k(src, dst, n); break;
     case quant_type::q6_k: scalar::quantize_q6_k(src, dst, n); break;

@@ -21,6 +21,8 @@ const format_kernels* scalar_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels q6_k{act_format::q8_k, dequantize_q6_k, dot_q6_k};
     static constexpr format_kernels iq4_xs{act_format::q8_k, dequantize_iq4_xs, dot_iq4_xs};
     static constexpr format_kernels mxfp4{act_format::q8_0, dequantize_mxfp4, dot_mxfp4};
+    static constexpr format_kernels q2_k{act_format::q8_k, dequantize_q2_k, dot_q2_k};
+    static constexpr format_kernels q3_k{act_format::q8_k, dequantize_q3_k, dot_q3_k};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
@@ -36,6 +38,8 @@ const format_kernels* scalar_format_kernels(quant_type type) noexcept {
     case quant_type::q6_k: return &q6_k;
     case quant_type::iq4_xs: return &iq4_xs;
     case quant_type::mxfp4: return &mxfp4;
+    case quant_type::q2_k: return &q2_k;
+    case quant_type::q3_k: return &q3_k;
     default: return nullptr;
     }
 }

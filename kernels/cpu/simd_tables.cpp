@@ -22,6 +22,8 @@ const format_kernels* avx2_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx2::dot_iq4_xs};
     static constexpr format_kernels mxfp4{act_format::q8_0, avx2::dequantize_mxfp4, avx2::dot_mxfp4,
                                          avx2::dot4_mxfp4};
+    static constexpr format_kernels q2_k{act_format::q8_k, avx2::dequantize_q2_k, avx2::dot_q2_k, avx2::dot4_q2_k};
+    static constexpr format_kernels q3_k{act_format::q8_k, avx2::dequantize_q3_k, avx2::dot_q3_k, avx2::dot4_q3_k};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
@@ -37,6 +39,8 @@ const format_kernels* avx2_format_kernels(quant_type type) noexcept {
     case quant_type::q6_k: return &q6_k;
     case quant_type::iq4_xs: return &iq4_xs;
     case quant_type::mxfp4: return &mxfp4;
+    case quant_type::q2_k: return &q2_k;
+    case quant_type::q3_k: return &q3_k;
     default: return nullptr;
     }
 }
@@ -59,6 +63,8 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx512::dot_iq4_xs};
     static constexpr format_kernels mxfp4{act_format::q8_0, avx2::dequantize_mxfp4, avx512::dot_mxfp4,
                                          avx512::dot4_mxfp4};
+    static constexpr format_kernels q2_k{act_format::q8_k, avx2::dequantize_q2_k, avx512::dot_q2_k, avx512::dot4_q2_k};
+    static constexpr format_kernels q3_k{act_format::q8_k, avx2::dequantize_q3_k, avx512::dot_q3_k, avx512::dot4_q3_k};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
@@ -74,6 +80,8 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     case quant_type::iq4_nl: return &iq4_nl;
     case quant_type::iq4_xs: return &iq4_xs;
     case quant_type::mxfp4: return &mxfp4;
+    case quant_type::q2_k: return &q2_k;
+    case quant_type::q3_k: return &q3_k;
     default: return nullptr;
     }
 }

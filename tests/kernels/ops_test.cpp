@@ -32,7 +32,8 @@ TEST(ops, rms_norm_matches_double_reference) {
 void rope_reference(std::vector<double>& v, std::size_t n_rot, double base, double freq_scale, std::int64_t pos,
                     bool neox) {
     for (std::size_t i = 0; i < n_rot / 2; ++i) {
-        const double theta = static_cast<double>(pos) * freq_scale * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+        const double theta = static_cast<double>(pos) * freq_scale *
+                             std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
         const std::size_t a = neox ? i : 2 * i;
         const std::size_t b = neox ? i + n_rot / 2 : 2 * i + 1;
         const double x0 = v[a], x1 = v[b];
@@ -44,8 +45,8 @@ void rope_reference(std::vector<double>& v, std::size_t n_rot, double base, doub
 TEST(ops, rope_normal_and_neox_match_double_reference) {
     std::mt19937 rng(21);
     for (bool neox : {false, true}) {
-        for (auto [head_dim, n_rot, scale] : {std::tuple<std::size_t, std::size_t, float>{128, 128, 1.0f},
-                                              {64, 32, 0.25f}, {128, 64, 1.0f}}) {
+        for (auto [head_dim, n_rot, scale] :
+             {std::tuple<std::size_t, std::size_t, float>{128, 128, 1.0f}, {64, 32, 0.25f}, {128, 64, 1.0f}}) {
             const std::size_t n_heads = 3;
             for (std::int64_t pos : {0, 1, 17, 4000, 100000}) {
                 auto x = test::random_floats(rng, n_heads * head_dim);

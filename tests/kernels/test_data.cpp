@@ -18,13 +18,21 @@ std::vector<std::size_t> f16_field_offsets(quant_type type) {
     case quant_type::q5_0:
     case quant_type::q8_0:
     case quant_type::iq4_nl:
-    case quant_type::iq4_xs: return {0};
+    case quant_type::iq4_xs:
+        return {0};
     case quant_type::q4_1:
     case quant_type::q5_1:
     case quant_type::q4_k:
-    case quant_type::q5_k: return {0, 2};
-    case quant_type::q6_k: return {208};
-    default: return {};
+    case quant_type::q5_k:
+        return {0, 2};
+    case quant_type::q6_k:
+        return {208};
+    case quant_type::q2_k:
+        return {80, 82};
+    case quant_type::q3_k:
+        return {108};
+    default:
+        return {};
     }
 }
 
@@ -32,9 +40,9 @@ std::vector<std::size_t> f16_field_offsets(quant_type type) {
 
 const std::vector<quant_type>& all_formats() {
     static const std::vector<quant_type> formats{
-        quant_type::f32,  quant_type::f16,  quant_type::bf16, quant_type::q8_0,   quant_type::q4_0,
-        quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl, quant_type::q4_k,
-        quant_type::q5_k, quant_type::q6_k, quant_type::iq4_xs, quant_type::mxfp4};
+        quant_type::f32,    quant_type::f16,   quant_type::bf16,   quant_type::q8_0, quant_type::q4_0, quant_type::q4_1,
+        quant_type::q5_0,   quant_type::q5_1,  quant_type::iq4_nl, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k,
+        quant_type::iq4_xs, quant_type::mxfp4, quant_type::q2_k,   quant_type::q3_k};
     return formats;
 }
 
