@@ -125,7 +125,9 @@ result<mkmodel::random_model_plan> make_plan(const mkmodel_options& o) {
     if (o.type) {
         const auto t = kernels::parse_quant_type(*o.type);
         if (!t || !kernels::can_quantize(*t)) {
-            return usage("--type " + *o.type + " is not supported (q4_k, q5_k, q6_k, q8_0, q4_0, f16, bf16, f32)");
+            return usage("--type " + *o.type +
+                         " is not supported (q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q4_0, mxfp4, f16, bf16, f32; the IQ "
+                         "types need an importance matrix)");
         }
         type = *t;
     }
@@ -212,7 +214,8 @@ void add_mkmodel_command(CLI::App& app) {
     cmd->add_option("-o,--output", o->output, "Output GGUF file");
     cmd->add_option("--preset", o->preset, "Model geometry (see --list-presets)");
     cmd->add_option("--type", o->type,
-                    "Weight type: q4_k, q5_k, q6_k, q8_0, q4_0, f16, bf16, f32 (default: the preset's)");
+                    "Weight type: q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q4_0, mxfp4, f16, bf16, f32 (default: the "
+                    "preset's; the IQ types need an importance matrix and cannot be quantized here)");
     cmd->add_option("--layers", o->layers, "Number of layers");
     cmd->add_option("--experts", o->experts, "Routed experts per layer (MoE presets)");
     cmd->add_option("--experts-used", o->experts_used, "Experts used per token (MoE presets)");

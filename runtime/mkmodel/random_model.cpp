@@ -44,6 +44,12 @@ std::uint32_t file_type_of(quant_type type) {
         return 1;
     case quant_type::q4_0:
         return 2;
+    case quant_type::q2_k:
+        return 10;
+    case quant_type::q3_k:
+        return 11; // Q3_K_S: every quantized tensor is Q3_K
+    case quant_type::mxfp4:
+        return 38;
     case quant_type::q8_0:
         return 7;
     case quant_type::q4_k:
