@@ -198,3 +198,33 @@ TEST(formats, quantizers_keep_zero_rows_zero) {
 
 } // namespace
 } // namespace sluice::kernels
+
+namespace sluice::kernels {
+namespace {
+
+TEST(formats, random_blocks_of_formats_without_a_quantizer_get_the_asked_spread) {
+    std::mt19937 rng(8);
+    for (std::uint32_t id = 0; id < 64; ++id) {
+        const auto t = find_quant_traits(id);
+        if (!t || !can_scale_random_blocks(t->type)) {
+            continue;
+        }
+        EXPECT_TRUE(has_kernels(t->type)) << t->name;
+        std::vector<std::uint8_t> w(16 * t->block_bytes);
+        for (auto& b : w) {
+            b = static_cast<std::uint8_t>(rng());
+        }
+        scale_random_blocks(t->type, w.data(), 16, 0.02f);
+        const auto values = test::reference_dequantize(t->type, w.data(), 1, 16 * t->block_elems);
+        double sq = 0;
+        for (float v : values) {
+            ASSERT_TRUE(std::isfinite(v)) << t->name;
+            sq += static_cast<double>(v) * v;
+        }
+        // Each block's RMS is 0.02 up to the f16 rounding of its scale (relative 2^-11).
+        EXPECT_NEAR(std::sqrt(sq / static_cast<double>(values.size())), 0.02, 0.02 * 1e-3) << t->name;
+    }
+}
+
+} // namespace
+} // namespace sluice::kernels
