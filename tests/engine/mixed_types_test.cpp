@@ -3,7 +3,7 @@
 // type's size, and streaming its experts through the smallest cache gives output bit-identical to resident.
 #include "runtime/engine/session.hpp"
 #include "runtime/mkmodel/random_model.hpp"
-#include "runtime/models/expert_layout.hpp"
+#include "runtime/experts/expert_layout.hpp"
 #include "tests/engine/tiny_model.hpp"
 
 #include <gtest/gtest.h>
@@ -81,7 +81,7 @@ TEST(mixed_types, every_tensor_keeps_its_type_and_the_plan_counts_its_real_bytes
     const models::architecture* arch = nullptr;
     auto hp = models::load_hparams(files->kv(), arch);
     ASSERT_TRUE(hp);
-    auto layout = models::make_expert_layout(*files, *hp);
+    auto layout = experts::make_expert_layout(*files, *hp);
     ASSERT_TRUE(layout);
     EXPECT_EQ(layout->total_bytes, expert_bytes);
     // One expert of layer l is its three slabs, each a row count times its own type's row size.
