@@ -325,6 +325,7 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         return 1;
     }
     auto in = plan_inputs_for(opts, *hp, *mem);
+    in.cache_layout = models::cache_layout_of(*arch, *hp); // windowed layers keep only their ring
     std::string source = in.disk_bandwidth > 0 ? "flag" : "none";
     if (opts.probe && in.disk_bandwidth == 0) {
         auto bw = probe_bandwidth(files, *layout);

@@ -48,7 +48,8 @@ void print_presets(std::ostream& out) {
         const std::string experts = hp.n_expert ? std::to_string(hp.n_expert) + "/" + std::to_string(hp.n_expert_used) +
                                                       " ff " + std::to_string(hp.n_ff_exp)
                                                 : "dense ff " + std::to_string(hp.n_ff);
-        auto plan = mkmodel::plan_random_model({.hparams = hp, .type = p.default_type, .tied = p.tied});
+        auto plan = mkmodel::plan_random_model(
+            {.hparams = hp, .type = p.default_type, .expert_type = p.expert_type, .tied = p.tied});
         std::snprintf(
             line, sizeof line, "%-16s %-9s %6u %5u %-10s %-14s %7u %6u %-5s %10s\n", std::string(p.name).c_str(),
             hp.arch.c_str(), hp.n_layer, hp.n_embd, heads.c_str(), experts.c_str(), hp.n_vocab, hp.n_ctx_train,
@@ -144,6 +145,7 @@ result<mkmodel::random_model_plan> make_plan(const mkmodel_options& o) {
     }
     auto plan = mkmodel::plan_random_model({.hparams = *hp,
                                             .type = type,
+                                            .expert_type = p->expert_type,
                                             .tied = o.tied || p->tied,
                                             .name = "sluice mkmodel " + o.preset,
                                             .seed = o.seed});

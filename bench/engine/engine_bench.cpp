@@ -61,7 +61,8 @@ std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t vocab, std:
 
 // Seconds to prefill `n` tokens into a fresh cache (last token's logits only, as generation needs).
 double prefill_seconds(const std::shared_ptr<model>& m, std::size_t n, std::uint32_t seed) {
-    models::kv_cache cache(models::cache_layout_of(m->arch(), m->hparams()), static_cast<std::uint32_t>(n + 8));
+    models::kv_cache cache(models::cache_layout_of(m->arch(), m->hparams()), static_cast<std::uint32_t>(n + 8),
+                           kernels::quant_type::f16, m->options().n_batch);
     models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), m->options().n_batch);
     const auto tokens = random_tokens(n, m->hparams().n_vocab, seed);
     std::vector<float> logits;

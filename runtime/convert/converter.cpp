@@ -4,6 +4,7 @@
 #include "kernels/quant.hpp"
 #include "runtime/convert/hf_config.hpp"
 #include "runtime/convert/hf_tokenizer.hpp"
+#include "runtime/convert/mxfp4_import.hpp"
 #include "runtime/convert/safetensors.hpp"
 #include "runtime/convert/tensor_map.hpp"
 #include "runtime/convert/text_file.hpp"
@@ -66,6 +67,12 @@ public:
     tensor_streamer(checkpoint& ckpt, gguf::writer& w) : ckpt_(ckpt), w_(w) {}
 
     result<void> write(const tensor_source& src, quant_type type) {
+        if (!src.mxfp4.empty()) {
+            return write_mxfp4(src);
+        }
+        if (!src.gathers.empty()) {
+            return write_gathers(src, type);
+        }
         const std::uint64_t row_elems = src.spec.ne[0];
         const std::uint64_t rows = row_count(src.spec);
         const std::uint64_t head_dim = src.permute_heads ? rows / src.permute_heads : 1;
@@ -114,9 +121,70 @@ public:
     }
 
 private:
+    /// values_ holds `n` rows of `row_elems` floats: converts them to `type` and appends them.
+    result<void> append_rows(std::uint64_t n, std::uint64_t row_elems, quant_type type) {
+        const std::uint64_t out_row = *kernels::row_bytes(type, row_elems);
+        bytes_.resize(n * out_row);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            kernels::quantize_row(type, values_.data() + i * row_elems, bytes_.data() + i * out_row, row_elems);
+        }
+        return w_.append(bytes_);
+    }
+
+    /// gpt-oss's transposed and interleaved tensors: each run's block of rows read at once, then gathered.
+    result<void> write_gathers(const tensor_source& src, quant_type type) {
+        const std::uint64_t row_elems = src.spec.ne[0];
+        for (const auto& g : src.gathers) {
+            source_.resize(g.src_rows * g.tensor->row_elems());
+            if (auto ok = ckpt_.read_rows(*g.tensor, g.first_row, g.src_rows, source_.data()); !ok) {
+                return ok.error();
+            }
+            values_.resize(g.n_rows * row_elems);
+            for (std::uint64_t i = 0; i < g.n_rows; ++i) {
+                for (std::uint64_t j = 0; j < row_elems; ++j) {
+                    values_[i * row_elems + j] = source_[g.offset + i * g.row_step + j * g.elem_step];
+                }
+            }
+            if (auto ok = append_rows(g.n_rows, row_elems, type); !ok) {
+                return ok;
+            }
+        }
+        return {};
+    }
+
+    /// gpt-oss's MXFP4 experts: each run's rows of blocks and scales read at once, the chosen rows repacked.
+    result<void> write_mxfp4(const tensor_source& src) {
+        for (const auto& r : src.mxfp4) {
+            const std::uint64_t n_blocks = r.scales->row_elems(); // blocks per matrix row
+            const std::uint64_t span = (r.n_rows - 1) * r.row_step + 1;
+            blocks_.resize(span * n_blocks * hf_mxfp4_block_bytes);
+            scales_.resize(span * n_blocks);
+            if (auto ok = ckpt_.read_bytes(*r.blocks, r.first_row * n_blocks, span * n_blocks, blocks_.data()); !ok) {
+                return ok.error();
+            }
+            if (auto ok = ckpt_.read_bytes(*r.scales, r.first_row, span, scales_.data()); !ok) {
+                return ok.error();
+            }
+            bytes_.resize(r.n_rows * n_blocks * gguf_mxfp4_block_bytes);
+            auto* out = reinterpret_cast<std::uint8_t*>(bytes_.data());
+            for (std::uint64_t i = 0; i < r.n_rows; ++i) {
+                const std::uint64_t row = i * r.row_step;
+                repack_mxfp4_row(blocks_.data() + row * n_blocks * hf_mxfp4_block_bytes,
+                                 scales_.data() + row * n_blocks, n_blocks,
+                                 out + i * n_blocks * gguf_mxfp4_block_bytes);
+            }
+            if (auto ok = w_.append(bytes_); !ok) {
+                return ok;
+            }
+        }
+        return {};
+    }
+
     checkpoint& ckpt_;
     gguf::writer& w_;
     std::vector<float> values_;
+    std::vector<float> source_;
+    std::vector<std::uint8_t> blocks_, scales_;
     std::vector<std::byte> bytes_;
 };
 
@@ -194,8 +262,9 @@ result<convert_summary> convert_into(const std::filesystem::path& dir, const std
     std::vector<quant_type> types;
     for (const auto& s : *sources) {
         const bool weight = is_weight(s.spec.role);
-        types.push_back(tensor_type(options.type, weight, s.spec.ne[0]));
-        summary.fallbacks += weight && types.back() != requested_type(options.type);
+        // MXFP4 experts (gpt-oss) stay MXFP4 whatever the type asked, as llama.cpp's converter keeps them.
+        types.push_back(s.mxfp4.empty() ? tensor_type(options.type, weight, s.spec.ne[0]) : quant_type::mxfp4);
+        summary.fallbacks += weight && s.mxfp4.empty() && types.back() != requested_type(options.type);
         if (auto r = w.add_tensor(s.spec.name, types.back(), s.spec.ne); !r) {
             return r.error();
         }

@@ -38,13 +38,69 @@ constexpr class_entry classes[] = {
     {"DeepseekV3ForCausalLM", hf_family::deepseek2, "deepseek2"},
     {"KimiK25ForConditionalGeneration", hf_family::deepseek2, "deepseek2"},
     {"Glm4MoeForCausalLM", hf_family::glm4moe, "glm4moe"},
+    {"GptOssForCausalLM", hf_family::gpt_oss, "gpt-oss"},
 };
 
 /// Kimi-K2.5 nests the language model's config in text_config and its tensors under language_model.
 constexpr std::string_view nested_text_class = "KimiK25ForConditionalGeneration";
 
-/// rope_scaling (transformers 4) or rope_parameters (transformers 5): absent, {"type"|"rope_type": "default"} or
-/// linear with a factor. rope_parameters may also carry rope_theta.
+/// A number of `o` (an object at `field`) that must be positive when present; `fallback` when absent or null.
+result<double> positive_or(const json::object& o, std::string_view field, std::string_view key, double fallback) {
+    const auto* v = o.if_contains(key);
+    if (v == nullptr || v->is_null()) {
+        return fallback;
+    }
+    if (!v->is_number() || !(v->to_number<double>() > 0.0)) {
+        return field_error(std::string(field) + "." + std::string(key), "expected a positive number");
+    }
+    return v->to_number<double>();
+}
+
+/// YaRN (transformers' _compute_yarn_parameters): factor, original_max_position_embeddings (in the object or at the
+/// top level), beta_fast/beta_slow, truncate, and the attention factor (given, from mscale/mscale_all_dim, or
+/// 0.1 ln(factor) + 1).
+result<void> read_yarn(const fields& f, const json::object& o, std::string_view field, models::model_hparams& hp) {
+    double factor = 0, orig = 0, beta_fast = 0, beta_slow = 0, mscale = 0, mscale_all = 0;
+    SLUICE_CONFIG_TRY(factor, positive_or(o, field, "factor", 0.0));
+    if (factor == 0.0) {
+        return field_error(std::string(field) + ".factor", "expected a positive number");
+    }
+    SLUICE_CONFIG_TRY(orig, positive_or(o, field, "original_max_position_embeddings", 0.0));
+    if (orig == 0.0) {
+        std::uint32_t top = 0;
+        SLUICE_CONFIG_TRY(top, f.u32_or("original_max_position_embeddings", 0));
+        if (top == 0) {
+            return field_error(std::string(field) + ".original_max_position_embeddings", "missing");
+        }
+        orig = top;
+    }
+    SLUICE_CONFIG_TRY(beta_fast, positive_or(o, field, "beta_fast", 32.0));
+    SLUICE_CONFIG_TRY(beta_slow, positive_or(o, field, "beta_slow", 1.0));
+    SLUICE_CONFIG_TRY(mscale, positive_or(o, field, "mscale", 0.0));
+    SLUICE_CONFIG_TRY(mscale_all, positive_or(o, field, "mscale_all_dim", 0.0));
+    const auto get_mscale = [factor](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+    double attention = mscale > 0.0 && mscale_all > 0.0 ? get_mscale(mscale) / get_mscale(mscale_all) : get_mscale(1.0);
+    SLUICE_CONFIG_TRY(attention, positive_or(o, field, "attention_factor", attention));
+    if (const auto* t = o.if_contains("truncate"); t != nullptr && !t->is_null()) {
+        if (!t->is_bool()) {
+            return field_error(std::string(field) + ".truncate", "expected true or false");
+        }
+        hp.rope.yarn_truncate = t->get_bool();
+    }
+    if (orig > std::numeric_limits<std::uint32_t>::max()) {
+        return field_error(std::string(field) + ".original_max_position_embeddings", "too large");
+    }
+    hp.rope.freq_scale = static_cast<float>(1.0 / factor);
+    hp.rope.ext_factor = 1.0f;
+    hp.rope.n_ctx_orig = static_cast<std::uint32_t>(orig);
+    hp.rope.beta_fast = static_cast<float>(beta_fast);
+    hp.rope.beta_slow = static_cast<float>(beta_slow);
+    hp.rope.attn_factor = static_cast<float>(attention);
+    return {};
+}
+
+/// rope_scaling (transformers 4) or rope_parameters (transformers 5): absent, {"type"|"rope_type": "default"},
+/// linear with a factor, or yarn. rope_parameters may also carry rope_theta.
 result<void> read_rope_scaling(const fields& f, models::model_hparams& hp) {
     std::string_view field = "rope_scaling";
     const auto* v = f.find(field);
@@ -73,10 +129,13 @@ result<void> read_rope_scaling(const fields& f, models::model_hparams& hp) {
     if (type == nullptr || name == "default") {
         return {};
     }
+    if (name == "yarn") {
+        return read_yarn(f, o, field, hp);
+    }
     if (name != "linear") {
         std::string why = "'";
         why += name;
-        why += "' is not supported (only linear is)";
+        why += "' is not supported (linear and yarn are)";
         return unsupported(std::string(field) + ".type", why);
     }
     const auto* factor = o.if_contains("factor");
@@ -89,8 +148,8 @@ result<void> read_rope_scaling(const fields& f, models::model_hparams& hp) {
 
 /// Features some configs carry that the GGUF architectures cannot express.
 result<void> reject_unsupported(const fields& f, hf_family family) {
-    const bool biased_family =
-        family == hf_family::qwen2 || family == hf_family::qwen2moe || family == hf_family::glm4moe;
+    const bool biased_family = family == hf_family::qwen2 || family == hf_family::qwen2moe ||
+                               family == hf_family::glm4moe || family == hf_family::gpt_oss;
     if (auto b = f.boolean("attention_bias"); !b) {
         return b.error();
     } else if (!biased_family && b->value_or(false)) {
@@ -103,7 +162,7 @@ result<void> reject_unsupported(const fields& f, hf_family family) {
     }
     if (auto b = f.boolean("use_sliding_window"); !b) {
         return b.error();
-    } else if (b->value_or(false)) {
+    } else if (b->value_or(false) && family != hf_family::gpt_oss) { // gpt-oss's windows: read_gpt_oss
         return unsupported("use_sliding_window", "sliding-window attention is not supported");
     }
     if (f.find("clip_qkv") != nullptr) {
@@ -157,10 +216,60 @@ result<void> read_experts(const fields& f, hf_family family, models::model_hpara
     case hf_family::deepseek2:
     case hf_family::glm4moe:
         return {}; // read_moe_family
+    case hf_family::gpt_oss:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_local_experts"));
+        hp.n_ff_exp = hp.n_ff;
+        if (f.find("num_experts_per_tok") == nullptr) {
+            SLUICE_CONFIG_TRY(hp.n_expert_used, f.u32("experts_per_token"));
+        }
+        break;
     }
-    SLUICE_CONFIG_TRY(hp.n_expert_used, f.u32("num_experts_per_tok"));
+    if (family != hf_family::gpt_oss || f.find("num_experts_per_tok") != nullptr) {
+        SLUICE_CONFIG_TRY(hp.n_expert_used, f.u32("num_experts_per_tok"));
+    }
     if (hp.n_expert == 0 || hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert) {
         return field_error("num_experts_per_tok", "must be between 1 and the number of experts");
+    }
+    return {};
+}
+
+/// gpt-oss: sliding windows on alternating layers (sliding first), YaRN without rounding, the clamped SwiGLU at
+/// its published limit, experts in MXFP4 or dense.
+result<void> read_gpt_oss(const fields& f, models::model_hparams& hp) {
+    SLUICE_CONFIG_TRY(hp.gpt_oss.sliding_window, f.u32("sliding_window"));
+    if (hp.gpt_oss.sliding_window == 0) {
+        return field_error("sliding_window", "must be positive");
+    }
+    if (const auto* types = f.find("layer_types")) {
+        const bool is_list = types->is_array() && types->get_array().size() == hp.n_layer;
+        for (std::size_t i = 0; is_list && i < hp.n_layer; ++i) {
+            const auto& t = types->get_array()[i];
+            if (!t.is_string() || t.get_string() != (i % 2 == 0 ? "sliding_attention" : "full_attention")) {
+                return unsupported("layer_types", "only alternating sliding_attention/full_attention layers, "
+                                                  "sliding first, are supported (as gpt-oss ships)");
+            }
+        }
+        if (!is_list) {
+            return field_error("layer_types", "expected a list of num_hidden_layers layer types");
+        }
+    }
+    // The architecture runs YaRN unrounded, as gpt-oss is published (truncate false); a config asking for rounding
+    // describes another model.
+    const auto* rope = f.find("rope_scaling") != nullptr ? f.find("rope_scaling") : f.find("rope_parameters");
+    if (const auto* t = rope && rope->is_object() ? rope->get_object().if_contains("truncate") : nullptr;
+        t != nullptr && t->is_bool() && t->get_bool()) {
+        return unsupported("rope_scaling.truncate", "gpt-oss runs YaRN with truncate false, as it is published");
+    }
+    if (auto limit = f.number_or("swiglu_limit", 7.0); !limit) {
+        return limit.error();
+    } else if (*limit != 7.0) {
+        return unsupported("swiglu_limit", "only 7.0 (the published limit, which transformers applies) is supported");
+    }
+    if (const auto* q = f.find("quantization_config")) {
+        const auto* method = q->is_object() ? q->get_object().if_contains("quant_method") : nullptr;
+        if (method == nullptr || !method->is_string() || method->get_string() != "mxfp4") {
+            return unsupported("quantization_config.quant_method", "only mxfp4 is supported");
+        }
     }
     return {};
 }
@@ -208,7 +317,11 @@ result<hf_model_config> parse_language_model(const fields& f, const fields& root
     if (auto r = read_experts(f, cfg.family, hp); !r) {
         return r.error();
     }
-    if (auto r = detail::read_quantization(f.find("quantization_config") ? f : root, cfg); !r) {
+    if (cfg.family == hf_family::gpt_oss) { // MXFP4 only, checked by read_gpt_oss
+        if (auto r = read_gpt_oss(f, hp); !r) {
+            return r.error();
+        }
+    } else if (auto r = detail::read_quantization(f.find("quantization_config") ? f : root, cfg); !r) {
         return r.error();
     }
     // Flags.

@@ -12,7 +12,7 @@
 namespace sluice::convert {
 
 /// The Hugging Face model classes the converter knows (config.json `architectures[0]`).
-enum class hf_family { llama, mixtral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2, glm4moe };
+enum class hf_family { llama, mixtral, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2, glm4moe, gpt_oss };
 
 /// YaRN rope scaling as config.json gives it (rope_scaling / rope_parameters with rope_type "yarn").
 struct hf_yarn {
@@ -60,9 +60,10 @@ struct hf_model_config {
 };
 
 /// Parses the text of config.json (for Kimi-K2.5, its text_config). Errors name the field: an unknown class, a
-/// missing or mistyped size, rope_scaling other than linear (and YaRN for DeepSeek/GLM), inconsistent MLA ranks or
-/// expert groups, a quantization other than FP8 blocks, and features the GGUF architecture cannot express
-/// (attention/MLP biases where the architecture has none, sliding windows, dense layers inside a Qwen MoE stack,
+/// missing or mistyped size, rope_scaling other than linear and YaRN, inconsistent MLA ranks or
+/// expert groups, a quantization other than FP8 blocks (gpt-oss: MXFP4), YaRN other than gpt-oss's unrounded one
+/// for gpt-oss, and features the GGUF architecture cannot express (attention/MLP biases where the architecture has
+/// none, sliding windows outside gpt-oss's alternating pattern, dense layers inside a Qwen MoE stack,
 /// qkv clipping, partial rotary outside GLM, activations other than SiLU).
 result<hf_model_config> parse_hf_config(std::string_view config_json);
 

@@ -1,6 +1,8 @@
 // Name table from Hugging Face checkpoints to llama.cpp tensor names, with shape checks and expert stacking.
 #include "runtime/convert/tensor_map.hpp"
 
+#include "runtime/convert/mxfp4_import.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <optional>
@@ -15,6 +17,12 @@ enum class target_kind {
     expert,        ///< one expert's [rows, cols] slab of a 3-D experts tensor
     fused_gate_up, ///< [E, 2*ff, n_embd]: gate rows then up rows of each expert
     ignore,        ///< buffers that are not weights (rotary inv_freq)
+    // gpt-oss: gate and up interleaved (gate j at 2j, up at 2j + 1)
+    mxfp4_blocks,  ///< *_blocks U8 [E, rows, cols/32, 16] (gate_up: 2*ff interleaved rows)
+    mxfp4_scales,  ///< *_scales U8 [E, rows, cols/32]
+    dense_gate_up, ///< gate_up_proj [E, n_embd, 2*ff]: transposed, interleaved columns
+    dense_down,    ///< down_proj [E, ff, n_embd]: transposed
+    gate_up_bias,  ///< gate_up_proj_bias [E, 2*ff]: interleaved
 };
 
 struct hf_target {
@@ -25,6 +33,37 @@ struct hf_target {
 
 using models::tensor_kind;
 using models::tensor_suffix;
+
+/// gpt-oss's own tensor names (what its layers have that the common table has not, or lays out otherwise).
+std::optional<hf_target> map_gpt_oss_name(std::uint32_t layer, std::string_view rest) {
+    struct entry {
+        std::string_view hf;
+        target_kind kind;
+        tensor_kind gguf;
+        tensor_suffix suffix = tensor_suffix::weight;
+    };
+    static constexpr entry table[] = {
+        {"post_attention_layernorm.weight", target_kind::whole, tensor_kind::attn_post_norm},
+        {"self_attn.sinks", target_kind::whole, tensor_kind::attn_sinks},
+        {"self_attn.o_proj.bias", target_kind::whole, tensor_kind::attn_output, tensor_suffix::bias},
+        {"mlp.router.weight", target_kind::whole, tensor_kind::ffn_gate_inp},
+        {"mlp.router.bias", target_kind::whole, tensor_kind::ffn_gate_inp, tensor_suffix::bias},
+        {"mlp.experts.gate_up_proj_blocks", target_kind::mxfp4_blocks, tensor_kind::ffn_gate_exps},
+        {"mlp.experts.gate_up_proj_scales", target_kind::mxfp4_scales, tensor_kind::ffn_gate_exps},
+        {"mlp.experts.down_proj_blocks", target_kind::mxfp4_blocks, tensor_kind::ffn_down_exps},
+        {"mlp.experts.down_proj_scales", target_kind::mxfp4_scales, tensor_kind::ffn_down_exps},
+        {"mlp.experts.gate_up_proj", target_kind::dense_gate_up, tensor_kind::ffn_gate_exps},
+        {"mlp.experts.down_proj", target_kind::dense_down, tensor_kind::ffn_down_exps},
+        {"mlp.experts.gate_up_proj_bias", target_kind::gate_up_bias, tensor_kind::ffn_gate_exps, tensor_suffix::bias},
+        {"mlp.experts.down_proj_bias", target_kind::whole, tensor_kind::ffn_down_exps, tensor_suffix::bias},
+    };
+    for (const auto& e : table) {
+        if (rest == e.hf) {
+            return hf_target{e.kind, models::tensor_name(e.gguf, layer, e.suffix), 0};
+        }
+    }
+    return std::nullopt;
+}
 
 /// Suffixes of "model.layers.N." and the GGUF tensor they map to.
 struct layer_entry {
@@ -90,7 +129,12 @@ std::optional<std::uint32_t> take_index(std::string_view& s) {
     return n;
 }
 
-std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view rest) {
+std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view rest, hf_family family) {
+    if (family == hf_family::gpt_oss) {
+        if (auto t = map_gpt_oss_name(layer, rest)) {
+            return t;
+        }
+    }
     if (rest == "self_attn.rotary_emb.inv_freq") {
         return hf_target{target_kind::ignore, {}, 0};
     }
@@ -115,7 +159,7 @@ std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view re
     return std::nullopt;
 }
 
-std::optional<hf_target> map_name(std::string_view name) {
+std::optional<hf_target> map_name(std::string_view name, hf_family family) {
     if (name == "model.embed_tokens.weight") {
         return hf_target{target_kind::whole, models::tensor_name(tensor_kind::token_embd), 0};
     }
@@ -134,7 +178,7 @@ std::optional<hf_target> map_name(std::string_view name) {
     if (!layer) {
         return std::nullopt;
     }
-    return map_layer_name(*layer, rest);
+    return map_layer_name(*layer, rest, family);
 }
 
 std::vector<std::uint64_t> strip_leading_ones(std::vector<std::uint64_t> shape) {
@@ -150,6 +194,11 @@ struct slot {
     std::vector<row_run> runs;                   ///< whole or stacked tensors
     std::string from;                            ///< the HF tensor that filled `runs`
     std::vector<std::optional<row_run>> experts; ///< per-expert slabs
+    std::vector<gather_run> gathers;             ///< gpt-oss's transposed or interleaved tensors
+    const st_tensor* mx_blocks = nullptr;        ///< gpt-oss MXFP4, paired in finish()
+    const st_tensor* mx_scales = nullptr;
+    std::uint64_t mx_interleave =
+        0; ///< 0: rows in order; else 2 rows per output row, this one at offset (interleave-1)
 };
 
 class mapper {
@@ -166,7 +215,7 @@ public:
     }
 
     result<void> add(const st_tensor& t) {
-        const auto target = map_name(t.name);
+        const auto target = map_name(t.name, cfg_.family);
         if (!target) {
             return make_error(std::errc::not_supported,
                               "tensor " + t.name + ": not a tensor of " + cfg_.hf_class + " known to the converter");
@@ -191,6 +240,13 @@ public:
             return add_expert(t, it->second, target->expert);
         case target_kind::fused_gate_up:
             return add_fused(t, it->second);
+        case target_kind::mxfp4_blocks:
+        case target_kind::mxfp4_scales:
+            return add_mxfp4(t, it->second, target->kind == target_kind::mxfp4_blocks);
+        case target_kind::dense_gate_up:
+        case target_kind::dense_down:
+        case target_kind::gate_up_bias:
+            return add_gathered(t, it->second, target->kind);
         case target_kind::ignore:
             break;
         }
@@ -203,6 +259,18 @@ public:
             slot& sl = slots_.at(s.name);
             tensor_source src;
             src.spec = s;
+            if (sl.mx_blocks || sl.mx_scales) {
+                if (auto r = mxfp4_runs(sl, src); !r) {
+                    return r.error();
+                }
+                out.push_back(std::move(src));
+                continue;
+            }
+            if (!sl.gathers.empty()) {
+                src.gathers = sl.gathers;
+                out.push_back(std::move(src));
+                continue;
+            }
             if (!sl.experts.empty() && sl.runs.empty()) {
                 for (std::size_t e = 0; e < sl.experts.size(); ++e) {
                     if (!sl.experts[e]) {
@@ -241,7 +309,7 @@ private:
     }
 
     result<void> claim(const st_tensor& t, slot& sl) {
-        if (!sl.runs.empty() ||
+        if (!sl.runs.empty() || !sl.gathers.empty() || sl.mx_blocks || sl.mx_scales ||
             std::any_of(sl.experts.begin(), sl.experts.end(), [](auto& e) { return e.has_value(); })) {
             return make_error(std::errc::invalid_argument, "tensor " + t.name + ": " + sl.spec->name +
                                                                " is already provided by " +
@@ -300,6 +368,86 @@ private:
         for (std::uint64_t e = 0; e < ne[2]; ++e) {
             gate.runs.push_back({&t, e * 2 * ne[1], ne[1]});
             up.runs.push_back({&t, e * 2 * ne[1] + ne[1], ne[1]});
+        }
+        return {};
+    }
+
+    /// The up slot beside a gate slot of the same layer and suffix.
+    slot& up_of(const slot& gate) {
+        const auto parsed = models::parse_tensor_name(gate.spec->name);
+        return slots_.at(models::tensor_name(tensor_kind::ffn_up_exps, parsed ? *parsed->layer : 0,
+                                             parsed ? parsed->suffix : tensor_suffix::weight));
+    }
+
+    /// gpt-oss MXFP4: records the blocks or scales of a down tensor, or of gate and up together.
+    result<void> add_mxfp4(const st_tensor& t, slot& sl, bool blocks) {
+        const auto parsed = models::parse_tensor_name(sl.spec->name);
+        const bool gate_up = parsed && parsed->kind == tensor_kind::ffn_gate_exps;
+        std::vector<slot*> targets{&sl};
+        if (gate_up) {
+            targets.push_back(&up_of(sl));
+        }
+        for (std::size_t i = 0; i < targets.size(); ++i) {
+            const st_tensor*& field = blocks ? targets[i]->mx_blocks : targets[i]->mx_scales;
+            if (field != nullptr || !targets[i]->runs.empty() || !targets[i]->gathers.empty()) {
+                return make_error(std::errc::invalid_argument,
+                                  "tensor " + t.name + ": " + targets[i]->spec->name + " is already provided");
+            }
+            field = &t;
+            targets[i]->mx_interleave = gate_up ? i + 1 : 0;
+        }
+        return {};
+    }
+
+    /// gpt-oss MXFP4 at finish(): both halves present, shapes checked, one run per expert.
+    result<void> mxfp4_runs(const slot& sl, tensor_source& src) const {
+        const auto& ne = sl.spec->ne; // {cols, rows, E}
+        if (!sl.mx_blocks || !sl.mx_scales) {
+            const st_tensor* have = sl.mx_blocks ? sl.mx_blocks : sl.mx_scales;
+            return make_error(std::errc::invalid_argument, "tensor " + have->name + ": its " +
+                                                               (sl.mx_blocks ? "_scales" : "_blocks") +
+                                                               " partner is missing from the checkpoint");
+        }
+        const std::uint64_t hf_rows = sl.mx_interleave ? 2 * ne[1] : ne[1];
+        if (auto r = check_mxfp4_pair(*sl.mx_blocks, *sl.mx_scales, ne[2], hf_rows, ne[0]); !r) {
+            return r.error();
+        }
+        for (std::uint64_t e = 0; e < ne[2]; ++e) {
+            const std::uint64_t offset = sl.mx_interleave ? sl.mx_interleave - 1 : 0;
+            src.mxfp4.push_back({sl.mx_blocks, sl.mx_scales, e * hf_rows + offset, ne[1], sl.mx_interleave ? 2u : 1u});
+        }
+        return {};
+    }
+
+    /// gpt-oss's dense experts as transformers saves them (transposed, gate/up columns interleaved) and its
+    /// interleaved gate/up biases: gathered runs.
+    result<void> add_gathered(const st_tensor& t, slot& sl, target_kind kind) {
+        const auto& ne = sl.spec->ne;
+        const bool paired = kind != target_kind::dense_down;
+        slot* const targets[2] = {&sl, paired ? &up_of(sl) : nullptr};
+        std::vector<std::uint64_t> want;
+        if (kind == target_kind::gate_up_bias) {
+            want = {ne[1], 2 * ne[0]}; // [E, 2*ff]
+        } else if (kind == target_kind::dense_gate_up) {
+            want = {ne[2], ne[0], 2 * ne[1]}; // [E, n_embd, 2*ff]
+        } else {
+            want = {ne[2], ne[0], ne[1]}; // [E, ff, n_embd]
+        }
+        if (t.shape != want) {
+            return wrong_shape(t, sl.spec->name, want);
+        }
+        for (std::size_t i = 0; i < (paired ? 2u : 1u); ++i) {
+            if (auto r = claim(t, *targets[i]); !r) {
+                return r;
+            }
+            if (kind == target_kind::gate_up_bias) { // output row e: elements e*2ff + i + 2j
+                targets[i]->gathers.push_back({&t, 0, ne[1], ne[1], i, 2 * ne[0], 2});
+                continue;
+            }
+            for (std::uint64_t e = 0; e < ne[2]; ++e) { // expert e: its [cols][2*ff or n_embd] matrix, by columns
+                const std::uint64_t width = t.shape[2];
+                targets[i]->gathers.push_back({&t, e * ne[0], ne[0], ne[1], i, paired ? 2u : 1u, width});
+            }
         }
         return {};
     }

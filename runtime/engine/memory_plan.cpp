@@ -127,7 +127,7 @@ std::string human(std::uint64_t bytes) {
 /// recurrent state).
 std::uint64_t kv_bytes_of(const models::model_hparams& hp, const plan_inputs& in) {
     const auto layout = in.cache_layout.empty() ? models::attention_cache_layout(hp) : in.cache_layout;
-    return models::cache_bytes(layout, in.n_ctx, in.kv_type) * in.n_seq;
+    return models::cache_bytes(layout, in.n_ctx, in.kv_type, in.n_batch) * in.n_seq;
 }
 
 /// The widest prepared activation row of `cols` columns over every weight type in `files`.

@@ -50,7 +50,8 @@ struct session::state {
         : model_(std::move(m)),
           cache_(models::cache_layout_of(model_->arch(), model_->hparams()), n_ctx ? n_ctx : model_->options().n_ctx,
                  model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32
-                                                                 : kernels::quant_type::f16),
+                                                                 : kernels::quant_type::f16,
+                 model_->options().n_batch),
           runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
                   model_->options().n_batch) {}
 

@@ -2,6 +2,7 @@
 // multiple of 256 so every weight type (K-quants included) applies.
 #include "runtime/mkmodel/presets.hpp"
 
+#include <cmath>
 #include <vector>
 
 namespace sluice::mkmodel {
@@ -51,6 +52,35 @@ models::model_hparams make_hparams(const geometry& g) {
     return hp;
 }
 
+/// gpt-oss's extras on a geometry: a 128-token window on every other layer and YaRN as published (factor 32 over
+/// 4096 positions, betas 32 and 1, unrounded: the gpt-oss architecture's default).
+models::model_hparams with_gpt_oss(models::model_hparams hp, std::uint32_t window) {
+    hp.gpt_oss.sliding_window = window;
+    hp.rope.ext_factor = 1.0f;
+    hp.rope.freq_scale = 1.0f / 32.0f;
+    hp.rope.n_ctx_orig = 4096;
+    hp.rope.beta_fast = 32.0f;
+    hp.rope.beta_slow = 1.0f;
+    hp.rope.attn_factor = static_cast<float>(0.1 * std::log(32.0) + 1.0);
+    return hp;
+}
+
+/// The gpt-oss presets: 2880-wide rows fit Q8_0 blocks (not K-quant super-blocks); experts in MXFP4.
+void add_gpt_oss_presets(std::vector<model_preset>& out) {
+    // clang-format off
+    const geometry g20 = {"gpt-oss", 24, 2880, 64, 8, 64, 2880, 32, 4, 2880, 0, 201088, 131072, 150000.0f, 1e-5f};
+    const geometry g120 = {"gpt-oss", 36, 2880, 64, 8, 64, 2880, 128, 4, 2880, 0, 201088, 131072, 150000.0f, 1e-5f};
+    const geometry tiny = {"gpt-oss", 2, 256, 4, 2, 64, 256, 8, 4, 256, 0, 1024, 4096, 150000.0f, 1e-5f};
+    // clang-format on
+    out.insert(out.begin() + 2,
+               {{"gpt-oss-20b", "gpt-oss-20b: 24 layers, 32 experts (4 used), MXFP4 experts, 128-token windows",
+                 with_gpt_oss(make_hparams(g20), 128), quant_type::q8_0, false, quant_type::mxfp4},
+                {"gpt-oss-120b", "gpt-oss-120b: 36 layers, 128 experts (4 used), MXFP4 experts, 128-token windows",
+                 with_gpt_oss(make_hparams(g120), 128), quant_type::q8_0, false, quant_type::mxfp4}});
+    out.push_back({"tiny-gpt-oss", "test model: gpt-oss, 2 layers (windowed, full), 8 experts (4 used)",
+                   with_gpt_oss(make_hparams(tiny), 16), quant_type::q8_0, false, quant_type::mxfp4});
+}
+
 std::vector<model_preset> build_presets() {
     struct row {
         const char* name;
@@ -97,8 +127,9 @@ std::vector<model_preset> build_presets() {
     // clang-format on
     std::vector<model_preset> out;
     for (const row& r : rows) {
-        out.push_back({r.name, r.description, make_hparams(r.g), r.type, r.tied});
+        out.push_back({r.name, r.description, make_hparams(r.g), r.type, r.tied, std::nullopt});
     }
+    add_gpt_oss_presets(out);
     return out;
 }
 

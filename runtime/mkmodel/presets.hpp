@@ -5,6 +5,7 @@
 #include "kernels/quant_type.hpp"
 #include "runtime/models/hparams.hpp"
 
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -18,6 +19,9 @@ struct model_preset {
     models::model_hparams hparams;
     kernels::quant_type default_type = kernels::quant_type::q4_k;
     bool tied = false;
+    /// The routed experts' type whatever the weight type (gpt-oss: MXFP4, as it is published); nullopt: the
+    /// weight type.
+    std::optional<kernels::quant_type> expert_type;
 };
 
 /// Every preset, real geometries first, then `tiny-*` (one or more per supported architecture).

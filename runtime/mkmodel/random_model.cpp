@@ -222,9 +222,11 @@ std::uint64_t random_model_plan::data_bytes() const {
 }
 
 result<random_model_plan> plan_random_model(const random_model_spec& spec) {
-    if (!kernels::can_quantize(spec.type) && !kernels::can_scale_random_blocks(spec.type)) {
-        return make_error(std::errc::not_supported, "type " + std::string(kernels::traits_of(spec.type).name) +
-                                                        " cannot be generated (no quantizer)");
+    for (const quant_type t : {spec.type, spec.expert_type.value_or(spec.type)}) {
+        if (!kernels::can_quantize(t) && !kernels::can_scale_random_blocks(t)) {
+            return make_error(std::errc::not_supported, "type " + std::string(kernels::traits_of(t).name) +
+                                                            " cannot be generated (no quantizer)");
+        }
     }
     random_model_plan plan;
     plan.seed = spec.seed;
@@ -240,7 +242,9 @@ result<random_model_plan> plan_random_model(const random_model_spec& spec) {
         if (t.optional && spec.tied) {
             continue;
         }
-        const quant_type type = is_float_role(t.role) ? quant_type::f32 : spec.type;
+        const quant_type type = is_float_role(t.role)                                ? quant_type::f32
+                                : t.role == tensor_role::experts && spec.expert_type ? *spec.expert_type
+                                                                                     : spec.type;
         if (t.ne.empty() || t.ne[0] % kernels::traits_of(type).block_elems != 0) {
             return row_error(t, type);
         }

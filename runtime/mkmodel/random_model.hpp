@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace sluice::mkmodel {
 struct random_model_spec {
     models::model_hparams hparams; ///< generic fields; the architecture's configure hook adds its flags
     kernels::quant_type type = kernels::quant_type::q4_k; ///< embedding, projections and experts
+    std::optional<kernels::quant_type> expert_type;       ///< routed experts, when not `type` (gpt-oss: MXFP4)
     bool tied = false;      ///< omit output.weight (the embedding doubles as the output projection)
     std::string name;       ///< general.name
     std::uint64_t seed = 0; ///< recorded in the metadata; `write_random_model` draws from it

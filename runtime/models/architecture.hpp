@@ -55,5 +55,6 @@ const architecture& qwen3_architecture();
 const architecture& qwen2moe_architecture();
 const architecture& qwen3moe_architecture();
 const architecture& olmoe_architecture();
+const architecture& gpt_oss_architecture();
 
 } // namespace sluice::models

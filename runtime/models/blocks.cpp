@@ -91,6 +91,13 @@ void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     shape.kv_head_stride = hp.head_dim;
     shape.first_pos = ctx.first_pos;
     shape.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    // A windowed layer sees its window, from a ring of window + batch rows when the context is longer (kv_cache);
+    // sinks join the softmax.
+    if (const std::uint32_t window = ctx.cache().spec(il).window; window != 0) {
+        shape.window = window;
+        shape.kv_rows = ctx.cache().rows(il) < ctx.cache().capacity() ? ctx.cache().rows(il) : 0;
+    }
+    shape.sinks = l.sinks ? l.sinks.f32() : nullptr;
     const slice tok(n_tok, t, n);
     norm_rows(s.x.data(), l.attn_norm, s.xn.data(), n_embd, hp.rms_eps, tok);
     prepare_rows(in_qkv, s.xn.data(), tok);
@@ -114,6 +121,13 @@ void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     matmul_share(l.wo, in_o, n_tok, s.tmp.data(), n_embd, t, n);
     m.sync();
     add_rows(s.x.data(), s.tmp.data(), n_embd, tok);
+    if (l.bo) {
+        for (std::size_t i = tok.begin; i < tok.end; ++i) {
+            for (std::size_t j = 0; j < n_embd; ++j) {
+                s.x[i * n_embd + j] += l.bo.f32()[j];
+            }
+        }
+    }
     m.sync();
 }
 
@@ -163,7 +177,7 @@ void dense_ffn_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     const dense_ffn ffn{l.ffn_gate,    l.ffn_up,    l.ffn_down,   in,   hidden_in,
                         s.gate.data(), s.up.data(), s.tmp.data(), n_tok};
     const slice tok(n_tok, m.index, m.count);
-    norm_rows(s.x.data(), l.ffn_norm, s.xn.data(), hp.n_embd, hp.rms_eps, tok);
+    norm_rows(s.x.data(), l.ffn_input_norm(), s.xn.data(), hp.n_embd, hp.rms_eps, tok);
     prepare_rows(in, s.xn.data(), tok);
     m.sync();
     ffn.run(m.index, m.count, m.barrier);

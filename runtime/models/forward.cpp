@@ -128,8 +128,10 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
             source->detach();
         }
     } guard{experts_, &scratch_};
+    // A windowed layer's ring takes at most cache.max_append() new positions per batch.
+    const std::size_t batch = std::min<std::size_t>(scratch_.max_batch, std::max<std::uint32_t>(cache.max_append(), 1));
     for (std::size_t done = 0; done < tokens.size();) {
-        const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(scratch_.max_batch, tokens.size() - done));
+        const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(batch, tokens.size() - done));
         logits_request req;
         if (mode == logits_mode::all) {
             req = {0, n, logits.data() + done * hp.n_vocab};

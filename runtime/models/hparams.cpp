@@ -1,6 +1,7 @@
 // Reading and writing the GGUF keys of model_hparams, with defaults and consistency checks.
 #include "runtime/models/hparams.hpp"
 
+#include <cmath>
 #include <string>
 
 namespace sluice::models {
@@ -47,6 +48,43 @@ result<void> required_u32(const gguf::metadata& kv, const std::string& k, std::u
     return {};
 }
 
+/// YaRN's magnitude correction transformers applies by default: 0.1 ln(factor) + 1.
+float yarn_mscale(float factor) noexcept {
+    return factor <= 1.0f ? 1.0f : static_cast<float>(0.1 * std::log(static_cast<double>(factor)) + 1.0);
+}
+
+/// rope.scaling.type yarn: the factor, rope.scaling.original_context_length (default context_length), the
+/// yarn_beta_fast/slow and yarn_ext_factor keys, and the attention factor: rope.scaling.yarn_attn_factor when
+/// given (transformers' attention_factor), else yarn_mscale(factor). The correction range is rounded unless the
+/// architecture says otherwise (gpt-oss).
+result<void> read_yarn(const gguf::metadata& kv, std::string_view arch, float factor, model_hparams& hp) {
+    if (!(factor > 0.0f)) {
+        return make_error(std::errc::invalid_argument,
+                          "metadata key " + key(arch, "rope.scaling.factor") + ": yarn needs a positive factor");
+    }
+    hp.rope.freq_scale = 1.0f / factor;
+    hp.rope.ext_factor = 1.0f;
+    hp.rope.attn_factor = yarn_mscale(factor);
+    hp.rope.n_ctx_orig = hp.n_ctx_train;
+    if (auto r = optional_u32(kv, key(arch, "rope.scaling.original_context_length"), hp.rope.n_ctx_orig); !r) {
+        return r;
+    }
+    for (auto [suffix, field] : {std::pair<const char*, float*>{"rope.scaling.yarn_beta_fast", &hp.rope.beta_fast},
+                                 {"rope.scaling.yarn_beta_slow", &hp.rope.beta_slow},
+                                 {"rope.scaling.yarn_ext_factor", &hp.rope.ext_factor},
+                                 {"rope.scaling.yarn_attn_factor", &hp.rope.attn_factor}}) {
+        if (auto r = optional_f32(kv, key(arch, suffix), *field); !r) {
+            return r;
+        }
+    }
+    if (hp.rope.n_ctx_orig == 0 || !(hp.rope.beta_fast > 0.0f) || !(hp.rope.beta_slow > 0.0f)) {
+        return make_error(std::errc::invalid_argument, "metadata key " +
+                                                           key(arch, "rope.scaling.original_context_length") +
+                                                           ": yarn needs a positive original context and betas");
+    }
+    return {};
+}
+
 result<void> read_rope(const gguf::metadata& kv, std::string_view arch, model_hparams& hp) {
     hp.rope.n_rot = hp.head_dim;
     std::uint32_t n_rot = hp.head_dim;
@@ -66,12 +104,15 @@ result<void> read_rope(const gguf::metadata& kv, std::string_view arch, model_hp
         return type.error();
     }
     const std::string_view scaling = type->value_or("none");
+    if (scaling == "yarn") {
+        return read_yarn(kv, arch, factor, hp);
+    }
     if (scaling == "linear" && factor > 0.0f) {
         hp.rope.freq_scale = 1.0f / factor;
     } else if (scaling != "none" && scaling != "linear") {
         return make_error(std::errc::not_supported, "metadata key " + key(arch, "rope.scaling.type") +
                                                         ": rope scaling '" + std::string(scaling) +
-                                                        "' is not supported (none and linear are)");
+                                                        "' is not supported (none, linear and yarn are)");
     }
     return {};
 }
@@ -153,7 +194,20 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     kv.set_f32(key(a, "attention.layer_norm_rms_epsilon"), hp.rms_eps);
     kv.set_u32(key(a, "rope.dimension_count"), static_cast<std::uint32_t>(hp.rope.n_rot));
     kv.set_f32(key(a, "rope.freq_base"), hp.rope.freq_base);
-    if (hp.rope.freq_scale != 1.0f) {
+    if (hp.rope.ext_factor != 0.0f) {
+        const float factor = 1.0f / hp.rope.freq_scale;
+        kv.set_string(key(a, "rope.scaling.type"), "yarn");
+        kv.set_f32(key(a, "rope.scaling.factor"), factor);
+        kv.set_u32(key(a, "rope.scaling.original_context_length"), hp.rope.n_ctx_orig);
+        kv.set_f32(key(a, "rope.scaling.yarn_beta_fast"), hp.rope.beta_fast);
+        kv.set_f32(key(a, "rope.scaling.yarn_beta_slow"), hp.rope.beta_slow);
+        if (hp.rope.ext_factor != 1.0f) {
+            kv.set_f32(key(a, "rope.scaling.yarn_ext_factor"), hp.rope.ext_factor);
+        }
+        if (hp.rope.attn_factor != yarn_mscale(factor)) {
+            kv.set_f32(key(a, "rope.scaling.yarn_attn_factor"), hp.rope.attn_factor);
+        }
+    } else if (hp.rope.freq_scale != 1.0f) {
         kv.set_string(key(a, "rope.scaling.type"), "linear");
         kv.set_f32(key(a, "rope.scaling.factor"), 1.0f / hp.rope.freq_scale);
     }
@@ -164,6 +218,9 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     }
     if (hp.n_ff_shexp) {
         kv.set_u32(key(a, "expert_shared_feed_forward_length"), hp.n_ff_shexp);
+    }
+    if (hp.gpt_oss.sliding_window) {
+        kv.set_u32(key(a, "attention.sliding_window"), hp.gpt_oss.sliding_window);
     }
 }
 

@@ -18,6 +18,23 @@ enum class qk_norm_kind {
     whole,    ///< RMSNorm over all heads at once (weight of n_head*head_dim): olmoe
 };
 
+/// gpt-oss's extras (arch gpt-oss; left at their defaults by every other architecture): sliding-window attention
+/// on alternating layers, and experts with the clamped SwiGLU routed by a softmax over the top-k raw logits. Its
+/// attention sinks and biases on attention, router and experts are tensors the blocks use when present.
+struct gpt_oss_hparams {
+    std::uint32_t sliding_window = 0; ///< attention.sliding_window: positions a windowed layer's token sees (0: none)
+    std::uint32_t swa_period = 0;     ///< attention.sliding_window_pattern: layer il is windowed when
+                                      ///< il % period < period - 1 (gpt-oss: 2, so even layers)
+    float swiglu_alpha = 0.0f;        ///< experts' clamped SwiGLU, g * sigmoid(alpha g) * (u + 1) (0: plain SwiGLU)
+    float swiglu_limit = 0.0f;        ///< its clamp: gate <= limit, |up| <= limit
+    bool softmax_of_chosen = false;   ///< routing: the top-k raw logits, then a softmax over those k
+
+    /// Whether layer `il` attends over a sliding window.
+    [[nodiscard]] bool windowed(std::uint32_t il) const noexcept {
+        return sliding_window != 0 && swa_period != 0 && il % swa_period < swa_period - 1;
+    }
+};
+
 /// Everything the forward pass needs to know about a model's shape. Field names follow the GGUF keys
 /// (`<arch>.embedding_length` -> n_embd). Arch hooks fill in what the keys do not say.
 struct model_hparams {
@@ -41,6 +58,7 @@ struct model_hparams {
     qk_norm_kind qk_norm = qk_norm_kind::none;
     bool attn_bias = false;     ///< q/k/v projections carry biases (qwen2, qwen2moe)
     bool shared_expert = false; ///< a sigmoid-gated shared expert beside the routed ones (qwen2moe)
+    gpt_oss_hparams gpt_oss;    ///< gpt-oss only
 
     [[nodiscard]] bool is_moe() const noexcept { return n_expert > 0; }
     [[nodiscard]] std::uint32_t q_dim() const noexcept { return n_head * head_dim; }

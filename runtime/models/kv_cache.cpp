@@ -10,48 +10,82 @@ namespace {
 
 std::size_t elem_bytes(kernels::quant_type type) noexcept { return type == kernels::quant_type::f32 ? 4 : 2; }
 
-std::uint32_t rows_of(const layer_cache_spec& spec, std::uint32_t n_ctx) noexcept {
-    return spec.window ? std::min(spec.window, n_ctx) : n_ctx;
+/// Whether a layer keeps fewer rows than the context: its oldest positions get overwritten.
+bool is_ring(const layer_cache_spec& spec, std::uint32_t rows, std::uint32_t n_ctx) noexcept {
+    return spec.window != 0 && rows < n_ctx;
 }
 
 } // namespace
+
+std::uint32_t cache_rows(const layer_cache_spec& spec, std::uint32_t n_ctx, std::uint32_t max_batch) noexcept {
+    if (spec.window == 0) {
+        return n_ctx;
+    }
+    const std::uint64_t ring = std::uint64_t{spec.window} + std::max<std::uint32_t>(max_batch, 1) - 1;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(ring, n_ctx));
+}
 
 std::vector<layer_cache_spec> attention_cache_layout(const model_hparams& hp) {
     return std::vector<layer_cache_spec>(hp.n_layer, layer_cache_spec{hp.kv_dim(), hp.v_dim(), 0, 0});
 }
 
-std::uint64_t cache_bytes(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type) {
+std::uint64_t cache_bytes(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type,
+                          std::uint32_t max_batch) {
     std::uint64_t bytes = 0;
     for (const auto& spec : layout) {
-        bytes += std::uint64_t{rows_of(spec, n_ctx)} * (std::uint64_t{spec.k_dim} + spec.v_dim) * elem_bytes(type);
+        bytes += std::uint64_t{cache_rows(spec, n_ctx, max_batch)} * (std::uint64_t{spec.k_dim} + spec.v_dim) *
+                 elem_bytes(type);
         bytes += spec.state_floats * sizeof(float);
     }
     return bytes;
 }
 
-kv_cache::kv_cache(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type)
-    : n_ctx_(n_ctx), type_(type), elem_(elem_bytes(type)) {
+kv_cache::kv_cache(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type,
+                   std::uint32_t max_batch)
+    : n_ctx_(n_ctx), type_(type), elem_(elem_bytes(type)), max_append_(std::max<std::uint32_t>(n_ctx, 1)) {
     assert(type == kernels::quant_type::f16 || type == kernels::quant_type::f32);
     std::size_t bytes = 0, floats = 0;
     layers_.reserve(layout.size());
     for (const auto& spec : layout) {
         layer l;
         l.spec = spec;
-        l.rows = std::max<std::uint32_t>(rows_of(spec, n_ctx), 1);
+        l.rows = std::max<std::uint32_t>(cache_rows(spec, n_ctx, max_batch), 1);
         l.k_offset = bytes;
         bytes += std::size_t{l.rows} * spec.k_dim * elem_;
         l.v_offset = bytes;
         bytes += std::size_t{l.rows} * spec.v_dim * elem_;
         l.state_offset = floats;
         floats += spec.state_floats;
-        past_is_lossy_ = past_is_lossy_ || (spec.window != 0 && spec.window < n_ctx) || spec.state_floats != 0;
+        has_state_ = has_state_ || spec.state_floats != 0;
+        if (is_ring(spec, l.rows, n_ctx)) {
+            max_append_ = std::min(max_append_, l.rows - std::min(spec.window, l.rows) + 1);
+        }
         layers_.push_back(l);
     }
     data_.resize(bytes);
     states_.assign(floats, 0.0f);
 }
 
-bool kv_cache::can_truncate(std::uint32_t n) const noexcept { return n == used_ || n == 0 || !past_is_lossy_; }
+bool kv_cache::can_truncate(std::uint32_t n) const noexcept {
+    if (n == used_ || n == 0) {
+        return true;
+    }
+    if (has_state_ || n > used_) {
+        return false;
+    }
+    // The next position, n, sees the past from n + 1 - window; a ring holds positions from used - rows on.
+    for (const auto& l : layers_) {
+        if (!is_ring(l.spec, l.rows, n_ctx_)) {
+            continue;
+        }
+        const std::uint32_t needed = n + 1 > l.spec.window ? n + 1 - l.spec.window : 0;
+        const std::uint32_t held = used_ > l.rows ? used_ - l.rows : 0;
+        if (needed < held) {
+            return false;
+        }
+    }
+    return true;
+}
 
 void kv_cache::truncate(std::uint32_t n) noexcept {
     assert(can_truncate(n));

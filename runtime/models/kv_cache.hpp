@@ -16,25 +16,34 @@ namespace sluice::models {
 
 /// What one layer keeps per sequence.
 struct layer_cache_spec {
-    std::uint32_t k_dim = 0;       ///< elements of one position's key row (0: no keys or values)
-    std::uint32_t v_dim = 0;       ///< elements of one position's value row (0: none, e.g. a latent kept in keys)
-    std::uint32_t window = 0;      ///< positions kept (0: the whole context); rows form a ring of `window`
+    std::uint32_t k_dim = 0;        ///< elements of one position's key row (0: no keys or values)
+    std::uint32_t v_dim = 0;        ///< elements of one position's value row (0: none, e.g. a latent kept in keys)
+    std::uint32_t window = 0;       ///< positions a token sees, its own included (0: the whole context); the rows
+                                    ///< form a ring of window + max_batch - 1 (see kv_cache)
     std::uint64_t state_floats = 0; ///< a recurrent state block carried from position to position
 };
 
 /// The layout of a standard attention decoder: every layer keeps kv_dim keys and v_dim values per position.
 std::vector<layer_cache_spec> attention_cache_layout(const model_hparams& hp);
 
+/// Rows a layer of `spec` keeps in a cache of `n_ctx` positions appended `max_batch` at a time: n_ctx, or for a
+/// window the ring of window + max_batch - 1 rows (at most n_ctx), so the positions a batch writes never overwrite
+/// one its first token still sees.
+std::uint32_t cache_rows(const layer_cache_spec& spec, std::uint32_t n_ctx, std::uint32_t max_batch) noexcept;
+
 /// Bytes a cache of `layout` with `n_ctx` positions holds for element type `type` (F16 or F32).
-std::uint64_t cache_bytes(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type);
+std::uint64_t cache_bytes(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type,
+                          std::uint32_t max_batch = 1);
 
 /// The cache of one sequence. `size()` positions are filled; a forward pass appends after them.
 /// Not thread-safe: one forward pass at a time per cache.
 class kv_cache {
 public:
     /// `type` is F16 (half the memory; what generation uses) or F32 (exact keys, for fidelity checks).
+    /// `max_batch`: the positions a forward pass appends at once (its batch; forward_runner's default is 256),
+    /// which windowed rings make room for.
     kv_cache(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx,
-             kernels::quant_type type = kernels::quant_type::f16);
+             kernels::quant_type type = kernels::quant_type::f16, std::uint32_t max_batch = 256);
 
     [[nodiscard]] std::uint32_t capacity() const noexcept { return n_ctx_; }
     [[nodiscard]] std::uint32_t size() const noexcept { return used_; }
@@ -42,9 +51,11 @@ public:
     [[nodiscard]] std::uint32_t layers() const noexcept { return static_cast<std::uint32_t>(layers_.size()); }
     [[nodiscard]] const layer_cache_spec& spec(std::uint32_t layer) const noexcept { return layers_[layer].spec; }
 
-    /// Whether the cache can go back to its first `n` positions: always for n == size() or 0; otherwise only
-    /// when no layer keeps a window or a recurrent state (their past is gone).
+    /// Whether the cache can go back to its first `n` positions: always for n == size() or 0; otherwise not
+    /// when a layer keeps a recurrent state, and for a ring only while it still holds the window before n.
     [[nodiscard]] bool can_truncate(std::uint32_t n) const noexcept;
+    /// The most positions one forward batch may append: what every ring has room for (rows - window + 1).
+    [[nodiscard]] std::uint32_t max_append() const noexcept { return max_append_; }
     /// Keeps the first `n` positions (n <= size(), can_truncate(n)), e.g. to reuse a shared prompt prefix.
     /// Truncating to 0 also clears every recurrent state.
     void truncate(std::uint32_t n) noexcept;
@@ -79,7 +90,8 @@ private:
     std::uint32_t used_ = 0;
     kernels::quant_type type_;
     std::size_t elem_ = 2;
-    bool past_is_lossy_ = false; ///< some layer keeps a window or a state
+    bool has_state_ = false;       ///< some layer keeps a recurrent state
+    std::uint32_t max_append_ = 0; ///< see max_append()
     std::vector<layer> layers_;
     std::vector<std::byte> data_;
     std::vector<float> states_;

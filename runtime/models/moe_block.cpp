@@ -54,15 +54,23 @@ void choose_experts(layer_context& ctx, std::uint32_t il, const detail::prepared
     const std::size_t k = hp.n_expert_used;
     const slice tok(ctx.n_tokens, m.index, m.count);
     for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::rms_norm(s.x.data() + i * n_embd, l.ffn_norm.f32(), out.xn + i * n_embd, n_embd, hp.rms_eps);
+        kernels::rms_norm(s.x.data() + i * n_embd, l.ffn_input_norm().f32(), out.xn + i * n_embd, n_embd, hp.rms_eps);
     }
     prepare_rows(in, out.xn, tok);
     m.sync();
     matmul_share(l.router, in, ctx.n_tokens, out.logits, hp.n_expert, m.index, m.count);
     m.sync();
+    const auto scoring =
+        hp.gpt_oss.softmax_of_chosen ? kernels::router_scoring::softmax_of_chosen : kernels::router_scoring::softmax;
     for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::route_top_k(out.logits + i * hp.n_expert, hp.n_expert, k, kernels::router_scoring::softmax, nullptr,
-                             hp.expert_weights_norm, out.ids + i * k, out.weights + i * k);
+        float* logits = out.logits + i * hp.n_expert;
+        if (l.router_bias) {
+            for (std::size_t e = 0; e < hp.n_expert; ++e) {
+                logits[e] += l.router_bias.f32()[e];
+            }
+        }
+        kernels::route_top_k(logits, hp.n_expert, k, scoring, nullptr, hp.expert_weights_norm, out.ids + i * k,
+                             out.weights + i * k);
     }
     m.sync(); // every token's choice is written before anyone reads them all
 }
@@ -188,6 +196,47 @@ void experts_share(const weight_view& w, const std::vector<const void*>& ptrs, c
     }
 }
 
+// One selection's hidden row from its gate and up rows: the expert's biases when it has them, then SwiGLU (or
+// gpt-oss's clamped variant).
+void expert_hidden(const model_hparams& hp, const forward_scratch::moe_step& moe, std::size_t e, float* g, float* u) {
+    const std::size_t ff = hp.n_ff_exp;
+    constexpr auto gate_bias = static_cast<std::size_t>(experts::expert_part::gate_bias);
+    constexpr auto up_bias = static_cast<std::size_t>(experts::expert_part::up_bias);
+    if (const auto* b = static_cast<const float*>(moe.parts[gate_bias][e])) {
+        for (std::size_t j = 0; j < ff; ++j) {
+            g[j] += b[j];
+        }
+    }
+    if (const auto* b = static_cast<const float*>(moe.parts[up_bias][e])) {
+        for (std::size_t j = 0; j < ff; ++j) {
+            u[j] += b[j];
+        }
+    }
+    if (hp.gpt_oss.swiglu_limit > 0.0f) {
+        kernels::swiglu_clamped(g, u, g, ff, hp.gpt_oss.swiglu_alpha, hp.gpt_oss.swiglu_limit);
+    } else {
+        kernels::swiglu(g, u, g, ff);
+    }
+}
+
+// Member t's rows [rows of its down-projection share] of each chunk selection's output get the expert's down
+// bias (the rows it just wrote, so no barrier is needed).
+void add_down_bias(const weight_view& down, const forward_scratch::moe_step& moe, std::size_t n_chunk, float* y,
+                   std::size_t t, std::size_t n) {
+    constexpr auto down_bias = static_cast<std::size_t>(experts::expert_part::down_bias);
+    const slice rows(down.rows, t, n);
+    for (std::size_t c = 0; c < n_chunk; ++c) {
+        const auto* b = static_cast<const float*>(moe.parts[down_bias][static_cast<std::size_t>(moe.chunk_expert[c])]);
+        if (b == nullptr) {
+            return; // a model has biases on every expert or on none
+        }
+        float* out = y + static_cast<std::size_t>(moe.chunk_row[c]) * down.rows;
+        for (std::size_t j = rows.begin; j < rows.end; ++j) {
+            out[j] += b[j];
+        }
+    }
+}
+
 // The chunk's expert outputs into their rows of moe_out.
 void run_chunk(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
     const auto& hp = ctx.hparams();
@@ -211,14 +260,15 @@ void run_chunk(layer_context& ctx, std::uint32_t il, const detail::prepared_inpu
     const slice part(n_chunk, t, n);
     for (std::size_t c = part.begin; c < part.end; ++c) {
         const auto row = static_cast<std::size_t>(moe.chunk_row[c]);
-        float* g = s.gate.data() + row * ff;
-        kernels::swiglu(g, s.up.data() + row * ff, g, ff);
+        expert_hidden(hp, moe, static_cast<std::size_t>(moe.chunk_expert[c]), s.gate.data() + row * ff,
+                      s.up.data() + row * ff);
         prepare_rows(hidden_in, s.gate.data(), slice(n_sel, row, n_sel)); // exactly row `row`
     }
     m.sync();
     // The down projection reads each selection's own hidden row.
     experts_share(l.down_exps, parts[down], hidden_in.get(l.down_exps.type), moe.chunk_row.data(), moe, n_chunk,
                   s.moe_out.data(), t, n);
+    add_down_bias(l.down_exps, moe, n_chunk, s.moe_out.data(), t, n);
     m.sync();
 }
 

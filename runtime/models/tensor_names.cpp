@@ -37,6 +37,8 @@ constexpr std::array<name_row, static_cast<std::size_t>(tensor_kind::count)> nam
     {tensor_kind::ffn_gate_shexp, "ffn_gate_shexp", true},
     {tensor_kind::ffn_up_shexp, "ffn_up_shexp", true},
     {tensor_kind::ffn_down_shexp, "ffn_down_shexp", true},
+    {tensor_kind::attn_sinks, "attn_sinks", true},
+    {tensor_kind::attn_post_norm, "post_attention_norm", true},
 }};
 
 constexpr bool rows_in_order() {

@@ -39,6 +39,9 @@ enum class tensor_kind : std::uint8_t {
     ffn_gate_shexp,
     ffn_up_shexp,
     ffn_down_shexp,
+    // gpt-oss
+    attn_sinks,     ///< per-head sink logits
+    attn_post_norm, ///< the norm before its MoE block ("post_attention_norm")
     count
 };
 

@@ -47,6 +47,10 @@ constexpr layer_field layer_fields[] = {
     {tensor_kind::ffn_gate_shexp, tensor_suffix::weight, &layer_weights::shexp_gate},
     {tensor_kind::ffn_up_shexp, tensor_suffix::weight, &layer_weights::shexp_up},
     {tensor_kind::ffn_down_shexp, tensor_suffix::weight, &layer_weights::shexp_down},
+    {tensor_kind::attn_output, tensor_suffix::bias, &layer_weights::bo},
+    {tensor_kind::attn_sinks, tensor_suffix::weight, &layer_weights::sinks},
+    {tensor_kind::attn_post_norm, tensor_suffix::weight, &layer_weights::post_attn_norm},
+    {tensor_kind::ffn_gate_inp, tensor_suffix::bias, &layer_weights::router_bias},
 };
 
 constexpr std::uint64_t chunk_bytes = std::uint64_t{16} << 20; // one read

@@ -42,6 +42,10 @@ struct layer_weights {
     weight_view router, gate_exps, up_exps, down_exps;            ///< routed experts (3-D)
     weight_view gate_exps_bias, up_exps_bias, down_exps_bias;     ///< their per-expert biases (2-D), if any
     weight_view shexp_gate_inp, shexp_gate, shexp_up, shexp_down; ///< shared expert
+    weight_view bo, sinks, post_attn_norm, router_bias; ///< gpt-oss: output bias, sinks, FFN norm, router bias
+
+    /// The norm before the FFN or MoE block: ffn_norm, or gpt-oss's post_attention_norm.
+    [[nodiscard]] const weight_view& ffn_input_norm() const noexcept { return ffn_norm ? ffn_norm : post_attn_norm; }
 };
 
 /// Progress of a load: bytes read so far of the total.

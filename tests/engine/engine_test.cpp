@@ -99,8 +99,12 @@ INSTANTIATE_TEST_SUITE_P(
                       arch_case{"mixtral", quant_type::q8_0}, arch_case{"qwen2", quant_type::f16},
                       arch_case{"qwen3", quant_type::q6_k}, arch_case{"qwen2moe", quant_type::q8_0},
                       arch_case{"qwen3moe", quant_type::q4_k}, arch_case{"qwen3moe", quant_type::f32},
-                      arch_case{"olmoe", quant_type::q5_k}),
-    [](const auto& info) { return info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name); });
+                      arch_case{"olmoe", quant_type::q5_k}, arch_case{"gpt-oss", quant_type::mxfp4}),
+    [](const auto& info) {
+        auto name = info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name);
+        std::replace(name.begin(), name.end(), '-', '_');
+        return name;
+    });
 
 // An expert source whose experts are never in memory when fetched: each becomes ready later, on the io_context,
 // as a disk-backed cache's would, so every MoE layer stalls, the runner awaits the fetch and the layer resumes.

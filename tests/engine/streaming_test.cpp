@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -57,6 +58,7 @@ std::uint64_t budget_for_slots(const std::filesystem::path& path, std::uint64_t 
     in.n_ctx = o.n_ctx;
     in.n_batch = o.n_batch;
     in.n_threads = o.n_threads;
+    in.cache_layout = models::cache_layout_of(*arch, *hp); // windowed layers keep less
     auto plan = plan_memory(*files, *hp, *layout, in);
     return plan->dense_bytes + plan->kv_bytes + plan->compute_bytes + slots * layout->slot_bytes +
            layout->slot_bytes / 2;
@@ -203,9 +205,13 @@ INSTANTIATE_TEST_SUITE_P(streaming, every_moe_arch,
                                            stream_case{"qwen3moe", quant_type::f32},
                                            stream_case{"mixtral", quant_type::q8_0},
                                            stream_case{"qwen2moe", quant_type::q8_0},
-                                           stream_case{"olmoe", quant_type::q5_k}),
+                                           stream_case{"olmoe", quant_type::q5_k},
+                                           stream_case{"gpt-oss", quant_type::mxfp4},
+                                           stream_case{"gpt-oss", quant_type::q8_0}),
                          [](const auto& info) {
-                             return info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name);
+                             auto name = info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name);
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
                          });
 
 TEST(streaming, counters_move_when_streaming_and_stay_still_when_resident) {

@@ -25,7 +25,8 @@ models::model_hparams tiny_hparams(const std::string& arch) {
     hp.rope.n_rot = 64;
     hp.rope.freq_base = 10000.0f;
     hp.rms_eps = 1e-6f;
-    const bool moe = arch == "qwen2moe" || arch == "qwen3moe" || arch == "olmoe" || arch == "mixtral";
+    const bool moe =
+        arch == "qwen2moe" || arch == "qwen3moe" || arch == "olmoe" || arch == "mixtral" || arch == "gpt-oss";
     hp.n_ff = moe && arch != "mixtral" ? 0 : 512;
     if (moe) {
         hp.n_expert = 8;
@@ -34,6 +35,15 @@ models::model_hparams tiny_hparams(const std::string& arch) {
     }
     if (arch == "qwen2moe") {
         hp.n_ff_shexp = 512;
+    }
+    if (arch == "gpt-oss") { // a 16-token window on layer 0, YaRN as published, 4 of 8 experts
+        hp.n_expert_used = 4;
+        hp.n_ff_exp = 512; // MXFP4 experts this wide outweigh their slots' alignment room (streaming_test)
+        hp.gpt_oss.sliding_window = 16;
+        hp.rope.ext_factor = 1.0f;
+        hp.rope.freq_scale = 1.0f / 32.0f;
+        hp.rope.n_ctx_orig = 4096;
+        hp.rope.attn_factor = 1.3466f;
     }
     if (arch == "mixtral") {
         hp.arch = "llama";

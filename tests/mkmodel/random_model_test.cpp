@@ -2,12 +2,14 @@
 // deterministic, values have the intended spread, split output reopens, and the tokenizer keys work.
 #include "model_check.hpp"
 
+#include "runtime/models/weights.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 namespace fs = std::filesystem;
 using sluice::kernels::quant_type;
@@ -186,6 +188,42 @@ TEST(random_model, every_preset_plans_with_its_default_type) {
     auto plan = mkmodel::plan_random_model({.hparams = big->hparams, .type = quant_type::q4_k});
     ASSERT_TRUE(plan);
     EXPECT_GT(plan->data_bytes(), std::uint64_t{16} << 30); // about 17 GB, like the real Q4_K file
+}
+
+// gpt-oss ships its experts in MXFP4 and everything else wider; the presets do the same, at the published sizes
+// (the hub's gpt-oss-20b file is 12.1 GB, 11.3 GiB; 120b 63 GB, 58.5 GiB).
+TEST(random_model, gpt_oss_presets_keep_mxfp4_experts_at_the_published_sizes) {
+    for (const auto& [name, min_gib, max_gib] : {std::tuple{"gpt-oss-20b", 11.0, 11.5}, {"gpt-oss-120b", 58.0, 60.0}}) {
+        const auto* p = mkmodel::find_preset(name);
+        ASSERT_NE(p, nullptr) << name;
+        auto plan = mkmodel::plan_random_model({.hparams = p->hparams, .type = p->default_type,
+                                                .expert_type = p->expert_type, .tied = p->tied});
+        ASSERT_TRUE(plan) << plan.error().message;
+        const double gib = double(plan->data_bytes()) / double(1u << 30);
+        EXPECT_GE(gib, min_gib) << name;
+        EXPECT_LE(gib, max_gib) << name;
+        for (const auto& t : plan->tensors) {
+            if (t.spec.role == models::tensor_role::experts) {
+                EXPECT_EQ(t.type, quant_type::mxfp4) << t.spec.name;
+            }
+        }
+        EXPECT_EQ(plan->hparams.gpt_oss.sliding_window, 128u);
+        EXPECT_TRUE(plan->hparams.gpt_oss.windowed(0));
+        EXPECT_FALSE(plan->hparams.gpt_oss.windowed(1));
+        EXPECT_EQ(plan->hparams.rope.n_ctx_orig, 4096u);
+        EXPECT_FALSE(plan->hparams.rope.yarn_truncate);
+    }
+    const auto path = write_plan(
+        mkmodel::plan_random_model({.hparams = mkmodel::find_preset("tiny-gpt-oss")->hparams,
+                                    .type = quant_type::q8_0, .expert_type = quant_type::mxfp4, .seed = 3})
+            .value(),
+        "gpt-oss-mxfp4.gguf");
+    auto files = gguf::model_files::open(path);
+    ASSERT_TRUE(files) << files.error().message;
+    const models::architecture* arch = nullptr;
+    auto hp = models::load_hparams(files->kv(), arch);
+    ASSERT_TRUE(hp) << hp.error().message;
+    EXPECT_TRUE(models::check_tensors(*files, *arch, *hp)); // the loader's own table, types and kernels check
 }
 
 TEST(synthetic_tokenizer, loads_and_round_trips_text) {
