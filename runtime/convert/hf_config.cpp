@@ -1,6 +1,8 @@
 // config.json to model_hparams, following llama.cpp's convert_hf_to_gguf.py for each supported class.
 #include "runtime/convert/hf_config.hpp"
 
+#include "runtime/convert/hf_config_hybrid.hpp"
+
 #include <boost/json.hpp>
 
 #include <cmath>
@@ -45,6 +47,11 @@ public:
         return static_cast<std::uint32_t>(v->is_int64() ? v->get_int64() : static_cast<std::int64_t>(v->get_uint64()));
     }
 
+    /// `key`, or `other` when only `other` is present (a field transformers 5 renamed).
+    [[nodiscard]] std::string_view either(std::string_view key, std::string_view other) const {
+        return find(key) == nullptr && find(other) != nullptr ? other : key;
+    }
+
     result<std::uint32_t> u32_or(std::string_view key, std::uint32_t fallback) const {
         return find(key) ? u32(key) : result<std::uint32_t>(fallback);
     }
@@ -86,6 +93,11 @@ constexpr class_entry classes[] = {
     {"MixtralForCausalLM", hf_family::mixtral, "llama"},      {"Qwen2ForCausalLM", hf_family::qwen2, "qwen2"},
     {"Qwen3ForCausalLM", hf_family::qwen3, "qwen3"},          {"Qwen2MoeForCausalLM", hf_family::qwen2moe, "qwen2moe"},
     {"Qwen3MoeForCausalLM", hf_family::qwen3moe, "qwen3moe"}, {"OlmoeForCausalLM", hf_family::olmoe, "olmoe"},
+    {"Qwen3_5MoeForCausalLM", hf_family::qwen35moe, "qwen35moe"},
+    {"Qwen3_5MoeForConditionalGeneration", hf_family::qwen35moe, "qwen35moe"},
+    {"Qwen3_5ForCausalLM", hf_family::qwen35, "qwen35"},
+    {"Qwen3_5ForConditionalGeneration", hf_family::qwen35, "qwen35"},
+    {"Qwen3NextForCausalLM", hf_family::qwen3next, "qwen3next"},
 };
 
 #define SLUICE_CONFIG_TRY(target, expr)                                                                                \
@@ -164,13 +176,13 @@ result<void> reject_unsupported(const fields& f, hf_family family) {
     }
     if (auto p = f.number_or("partial_rotary_factor", 1.0); !p) {
         return p.error();
-    } else if (*p != 1.0) {
+    } else if (*p != 1.0 && !is_hybrid_family(family)) {
         return unsupported("partial_rotary_factor", "partial rotary embeddings are not supported");
     }
     if (const auto* act = f.find("hidden_act"); act && (!act->is_string() || act->get_string() != "silu")) {
         return unsupported("hidden_act", json::serialize(*act) + " is not supported (only silu is)");
     }
-    if (family == hf_family::qwen2moe || family == hf_family::qwen3moe) {
+    if (family == hf_family::qwen2moe || family == hf_family::qwen3moe || family == hf_family::qwen3next) {
         if (const auto* only = f.find("mlp_only_layers"); only && (!only->is_array() || !only->get_array().empty())) {
             return unsupported("mlp_only_layers", "dense layers inside the MoE stack are not supported");
         }
@@ -189,22 +201,25 @@ result<void> read_experts(const fields& f, hf_family family, models::model_hpara
     case hf_family::llama:
     case hf_family::qwen2:
     case hf_family::qwen3:
+    case hf_family::qwen35:
         return {};
     case hf_family::mixtral:
         SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_local_experts"));
         hp.n_ff_exp = hp.n_ff;
         break;
     case hf_family::qwen2moe:
-        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+    case hf_family::qwen35moe:
+    case hf_family::qwen3next:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         SLUICE_CONFIG_TRY(hp.n_ff_exp, f.u32("moe_intermediate_size"));
         SLUICE_CONFIG_TRY(hp.n_ff_shexp, f.u32("shared_expert_intermediate_size"));
         break;
     case hf_family::qwen3moe:
-        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         SLUICE_CONFIG_TRY(hp.n_ff_exp, f.u32("moe_intermediate_size"));
         break;
     case hf_family::olmoe:
-        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         hp.n_ff_exp = hp.n_ff;
         break;
     }
@@ -216,14 +231,14 @@ result<void> read_experts(const fields& f, hf_family family, models::model_hpara
 }
 
 /// Dimensions, rope base and norm epsilon.
-result<void> read_sizes(const fields& f, models::model_hparams& hp) {
+result<void> read_sizes(const fields& f, bool dense_ff_required, models::model_hparams& hp) {
     SLUICE_CONFIG_TRY(hp.n_vocab, f.u32("vocab_size"));
     SLUICE_CONFIG_TRY(hp.n_embd, f.u32("hidden_size"));
     SLUICE_CONFIG_TRY(hp.n_layer, f.u32("num_hidden_layers"));
     SLUICE_CONFIG_TRY(hp.n_head, f.u32("num_attention_heads"));
     SLUICE_CONFIG_TRY(hp.n_head_kv, f.u32_or("num_key_value_heads", hp.n_head));
     SLUICE_CONFIG_TRY(hp.n_ctx_train, f.u32_or("max_position_embeddings", 4096));
-    SLUICE_CONFIG_TRY(hp.n_ff, f.u32("intermediate_size"));
+    SLUICE_CONFIG_TRY(hp.n_ff, dense_ff_required ? f.u32("intermediate_size") : f.u32_or("intermediate_size", 0));
     if (hp.n_head == 0 || hp.n_embd % hp.n_head != 0) {
         if (f.find("head_dim") == nullptr) {
             return field_error("num_attention_heads", "must divide hidden_size when head_dim is not given");
@@ -250,8 +265,8 @@ result<hf_model_config> parse_hf_config(std::string_view config_json) {
         return make_error(std::errc::bad_message,
                           "config.json: not a JSON object" + (ec ? " (" + ec.message() + ")" : std::string()));
     }
-    const fields f(root.get_object());
-    const auto* archs = f.find("architectures");
+    const fields top(root.get_object());
+    const auto* archs = top.find("architectures");
     if (archs == nullptr || !archs->is_array() || archs->get_array().empty() || !archs->get_array()[0].is_string()) {
         return field_error("architectures", "expected a list naming the model class");
     }
@@ -268,13 +283,20 @@ result<hf_model_config> parse_hf_config(std::string_view config_json) {
                            "model class " + cfg.hf_class + " is not supported (supported: " + known + ")");
     }
     cfg.family = entry->family;
+    // Multimodal classes keep the language model's fields in text_config.
+    const auto* text_config = top.find("text_config");
+    if (text_config != nullptr && !text_config->is_object()) {
+        return field_error("text_config", "expected an object");
+    }
+    const json::object& model_fields = text_config ? text_config->get_object() : root.get_object();
+    const fields f(model_fields);
     auto& hp = cfg.hp;
     hp.arch = std::string(entry->arch);
     if (auto r = reject_unsupported(f, cfg.family); !r) {
         return r.error();
     }
 
-    if (auto r = read_sizes(f, hp); !r) {
+    if (auto r = read_sizes(f, cfg.family != hf_family::qwen35moe, hp); !r) {
         return r.error();
     }
     if (auto r = read_rope_scaling(f, hp); !r) {
@@ -283,9 +305,14 @@ result<hf_model_config> parse_hf_config(std::string_view config_json) {
     if (auto r = read_experts(f, cfg.family, hp); !r) {
         return r.error();
     }
+    if (is_hybrid_family(cfg.family)) {
+        if (auto r = read_hybrid_config(model_fields, cfg.family, cfg); !r) {
+            return r.error();
+        }
+    }
 
     // Flags.
-    if (auto tied = f.boolean("tie_word_embeddings"); !tied) {
+    if (auto tied = (f.find("tie_word_embeddings") ? f : top).boolean("tie_word_embeddings"); !tied) {
         return tied.error();
     } else {
         cfg.tied_embeddings = tied->value_or(false);
