@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -91,23 +92,20 @@ int main(int argc, char** argv) {
         std::printf("%-8s %-24s %12.1f %10.1f\n", std::string(isa_name(isa)).c_str(), "decode (recurrent)", t1 * 1e6,
                     flop_per_token / t1 * 1e-9);
         auto many = make_inputs(*prefill);
-        for (int chunked = 0; chunked < 2; ++chunked) {
-            const double t = best_time(*reps,
-                                       [&] {
-                                           std::fill(many.state.begin(), many.state.end(), 0.0f);
-                                           if (chunked) {
-                                               delta_net_chunked(many.s, many.qk.data(), many.qk.data() + 16 * 128,
-                                                                 many.v.data(), many.g.data(), many.beta.data(),
-                                                                 many.state.data(), many.out.data(), 0, 32, 64, isa);
-                                           } else {
-                                               delta_net_recurrent(many.s, many.qk.data(), many.qk.data() + 16 * 128,
-                                                                   many.v.data(), many.g.data(), many.beta.data(),
-                                                                   many.state.data(), many.out.data(), 0, 32, isa);
-                                           }
-                                       }) /
-                             static_cast<double>(*prefill);
-            std::printf("%-8s prefill %-16s %12.1f %10.1f\n", std::string(isa_name(isa)).c_str(),
-                        chunked ? "chunked (64)" : "recurrent", t * 1e6, flop_per_token / t * 1e-9);
+        for (const std::size_t chunk : {std::size_t{0}, std::size_t{16}, std::size_t{32}, std::size_t{64}}) {
+            const double t = best_time(*reps, [&] {
+                std::fill(many.state.begin(), many.state.end(), 0.0f);
+                if (chunk != 0) {
+                    delta_net_chunked(many.s, many.qk.data(), many.qk.data() + 16 * 128, many.v.data(), many.g.data(),
+                                      many.beta.data(), many.state.data(), many.out.data(), 0, 32, chunk, isa);
+                } else {
+                    delta_net_recurrent(many.s, many.qk.data(), many.qk.data() + 16 * 128, many.v.data(),
+                                        many.g.data(), many.beta.data(), many.state.data(), many.out.data(), 0, 32, isa);
+                }
+            }) / static_cast<double>(*prefill);
+            const std::string form = chunk == 0 ? "recurrent" : "chunked (" + std::to_string(chunk) + ")";
+            std::printf("%-8s prefill %-16s %12.1f %10.1f\n", std::string(isa_name(isa)).c_str(), form.c_str(),
+                        t * 1e6, flop_per_token / t * 1e-9);
         }
     }
     return 0;
