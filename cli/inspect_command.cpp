@@ -7,7 +7,7 @@
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/summary.hpp"
 #include "runtime/models/architecture.hpp"
-#include "runtime/models/expert_layout.hpp"
+#include "runtime/experts/expert_layout.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -265,7 +265,7 @@ void print_text_totals(std::ostream& out, const gguf::tensor_totals& totals, con
 }
 
 /// Measures the disk's random-read bandwidth on `files` with a reader of its own io_context.
-result<double> probe_bandwidth(const gguf::model_files& files, const models::expert_layout& layout) {
+result<double> probe_bandwidth(const gguf::model_files& files, const experts::expert_layout& layout) {
     boost::asio::io_context ioc;
     auto reader = io::make_reader(ioc.get_executor());
     if (!reader) {
@@ -312,11 +312,11 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         return 1;
     }
     if (hp->n_vocab == 0) {
-        if (const auto* emb = files.find_tensor("token_embd.weight")) {
+        if (const auto* emb = files.find_tensor(models::tensor_name(models::tensor_kind::token_embd))) {
             hp->n_vocab = static_cast<std::uint32_t>(emb->ne[1]);
         }
     }
-    auto layout = models::make_expert_layout(files, *hp);
+    auto layout = experts::make_expert_layout(files, *hp);
     if (!layout) {
         std::cerr << "sluice inspect: " << opts.path << ": " << layout.error().message << "\n";
         return 1;

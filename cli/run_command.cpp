@@ -90,11 +90,11 @@ struct run_report {
     std::vector<double> per_token_ms;
     generation_summary summary;
     std::uint64_t seed = 0;
-    std::optional<models::expert_cache_counters> experts; ///< when the model streams its experts
+    std::optional<experts::expert_cache_counters> experts; ///< when the model streams its experts
 };
 
 /// What the expert cache did during the run.
-json::object experts_json(const models::expert_cache_counters& c) {
+json::object experts_json(const experts::expert_cache_counters& c) {
     return json::object{{"bytes_read", c.bytes_read},
                         {"reads", c.reads},
                         {"read_gbps", c.read_bytes_per_s() / 1e9},

@@ -1,12 +1,12 @@
 // Chat and text completions: prompt checks, slot scheduling, non-streamed and SSE answers, disconnects.
 #include "server/completion_handler.hpp"
 
+#include "base/async_event.hpp"
 #include "server/openai_response.hpp"
 #include "server/sse.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/write.hpp>
@@ -67,8 +67,8 @@ asio::awaitable<void> watch_disconnect(tcp::socket& socket) {
         break; // bytes of a pipelined request
     }
     const auto executor = co_await asio::this_coro::executor;
-    asio::steady_timer forever(executor, asio::steady_timer::time_point::max());
-    co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
+    async_event never(executor); // nobody sets it: only the race's cancellation ends this wait
+    co_await never.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
 /// Pulls the whole generation and answers one JSON object.

@@ -68,8 +68,8 @@ void render_buckets(std::string& out, std::string_view name, std::span<const dou
 
 /// One counter per layer, labelled `layer`, of the expert cache's per-layer counters.
 void per_layer(std::string& out, std::string_view name, std::string_view help,
-               const std::vector<models::expert_layer_counters>& layers,
-               std::uint64_t models::expert_layer_counters::*field) {
+               const std::vector<experts::expert_layer_counters>& layers,
+               std::uint64_t experts::expert_layer_counters::*field) {
     header(out, name, "counter", help);
     for (std::size_t i = 0; i < layers.size(); ++i) {
         out += name;
@@ -97,13 +97,13 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
     single(out, "sluice_expert_cache_bytes", "gauge", "Bytes of the expert cache's slots.", c.slots * c.slot_bytes);
     per_layer(out, "sluice_expert_cache_hits_total",
               "Chosen experts found in the expert cache at their first lookup, by layer.", c.layers,
-              &models::expert_layer_counters::hits);
+              &experts::expert_layer_counters::hits);
     per_layer(out, "sluice_expert_cache_misses_total",
               "Chosen experts not in the expert cache at their first lookup (read, or still being read), by layer.",
-              c.layers, &models::expert_layer_counters::misses);
+              c.layers, &experts::expert_layer_counters::misses);
     per_layer(out, "sluice_expert_cache_evictions_total",
               "Experts evicted from the expert cache to make room, by the evicted expert's layer.", c.layers,
-              &models::expert_layer_counters::evictions);
+              &experts::expert_layer_counters::evictions);
     single(out, "sluice_expert_prefetch_issued_total", "counter",
            "Experts of the next layer read ahead because the router predicted them.", c.prefetch_issued);
     single(out, "sluice_expert_prefetch_used_total", "counter",
@@ -118,9 +118,9 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
            "Seconds with at least one expert read in flight (bytes / busy seconds = read throughput).");
     out += "sluice_disk_busy_seconds_total " + number(c.busy_s) + "\n";
     header(out, "sluice_disk_read_seconds", "histogram", "Latency of expert slab reads from the model file.");
-    std::array<double, models::expert_cache_counters::latency_bounds_us.size()> bounds{};
+    std::array<double, experts::expert_cache_counters::latency_bounds_us.size()> bounds{};
     for (std::size_t i = 0; i < bounds.size(); ++i) {
-        bounds[i] = models::expert_cache_counters::latency_bounds_us[i] / 1e6;
+        bounds[i] = experts::expert_cache_counters::latency_bounds_us[i] / 1e6;
     }
     render_buckets(out, "sluice_disk_read_seconds", bounds, c.latency_buckets, c.latency_sum_s);
 }

@@ -2,7 +2,7 @@
 // in the text exposition format 0.0.4 (GET /metrics). No external library.
 #pragma once
 
-#include "runtime/models/expert_cache.hpp"
+#include "runtime/experts/expert_cache.hpp"
 
 #include <array>
 #include <atomic>
@@ -58,7 +58,7 @@ public:
         bool streams_experts = false;          ///< the plan's strategy
         /// The expert cache's counters (all zero, one entry per layer, when the model is resident; no layers
         /// while loading).
-        models::expert_cache_counters experts;
+        experts::expert_cache_counters experts;
     };
     /// The whole exposition text.
     [[nodiscard]] std::string render(const sampled& now) const;

@@ -54,7 +54,7 @@ asio::awaitable<acquire_result> scheduler::acquire() {
         co_return acquire_result{std::nullopt, true};
     }
     const auto executor = co_await asio::this_coro::executor;
-    waiter w{asio::steady_timer(executor, asio::steady_timer::time_point::max()), {}};
+    waiter w(executor);
     queue_.push_back(&w);
     co_await w.wake.async_wait(asio::as_tuple(asio::use_awaitable));
     if (w.slot) {
@@ -73,7 +73,7 @@ void scheduler::release(std::size_t slot) {
     waiter* next = queue_.front();
     queue_.pop_front();
     next->slot = slot; // the slot stays busy: it passes straight to the waiter
-    next->wake.cancel();
+    next->wake.set();
 }
 
 } // namespace sluice::server

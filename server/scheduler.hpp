@@ -2,11 +2,11 @@
 // wait in a bounded FIFO queue. Single-threaded: every member is used from the io_context's one thread.
 #pragma once
 
+#include "base/async_event.hpp"
 #include "runtime/engine/session.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <cstddef>
 #include <deque>
@@ -65,8 +65,9 @@ public:
 private:
     friend class slot_lease;
     struct waiter {
-        boost::asio::steady_timer wake;
-        std::optional<std::size_t> slot; ///< set by release() before it cancels `wake`
+        explicit waiter(const boost::asio::any_io_executor& ex) : wake(ex) {}
+        async_event wake;
+        std::optional<std::size_t> slot; ///< set by release() before it sets `wake`
     };
     void release(std::size_t slot);
 

@@ -2,6 +2,7 @@
 // and one coroutine per request, each cancellable on its own through a cancellation signal.
 #include "server/websocket_session.hpp"
 
+#include "base/async_event.hpp"
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
 
@@ -48,8 +49,8 @@ struct ws_connection : std::enable_shared_from_this<ws_connection> {
     websocket::stream<beast::tcp_stream> ws;
     std::deque<std::string> queue;
     std::size_t queued_bytes = 0;
-    asio::steady_timer wake;          ///< the writer sleeps on it; cancelled to wake it
-    asio::steady_timer children_done; ///< the session sleeps on it until every child has ended
+    async_event wake;          ///< set when the queue or `closing` changed; the writer waits on it
+    async_event children_done; ///< set when a child ended; the session waits on it until none is left
     std::size_t children = 0;         ///< the writer and the running requests
     bool closing = false;             ///< no more events are queued
     bool overflowed = false;          ///< a slow reader filled the queue: close with 1008
@@ -76,7 +77,7 @@ struct ws_connection : std::enable_shared_from_this<ws_connection> {
             queue.clear();
             queued_bytes = 0;
             cancel_all();
-            wake.cancel();
+            wake.set();
             // A pending write may never finish (the peer does not read): drop the connection after a grace.
             auto guard = std::make_shared<asio::steady_timer>(ws.get_executor(), overflow_grace);
             guard->async_wait([self = shared_from_this(), guard](const boost::system::error_code&) {
@@ -86,12 +87,12 @@ struct ws_connection : std::enable_shared_from_this<ws_connection> {
         }
         queued_bytes += text.size();
         queue.push_back(std::move(text));
-        wake.cancel();
+        wake.set();
     }
 
     void child_ended() {
         --children;
-        children_done.cancel();
+        children_done.set();
     }
 };
 
@@ -111,9 +112,9 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_connection> c) {
     co_await asio::this_coro::throw_if_cancelled(false);
     for (;;) {
         while (c->queue.empty() && !c->closing) {
-            c->wake.expires_at(asio::steady_timer::time_point::max());
+            c->wake.reset();
             auto [wec] = co_await c->wake.async_wait(asio::as_tuple(asio::use_awaitable));
-            (void)wec; // woken by cancel(): the queue or `closing` changed
+            (void)wec; // the queue or `closing` changed
         }
         if (c->queue.empty() || c->overflowed) {
             break;
@@ -331,9 +332,9 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     c->closing = true;
     beast::get_lowest_layer(c->ws).close();
     c->cancel_all();
-    c->wake.cancel();
+    c->wake.set();
     while (c->children > 0) {
-        c->children_done.expires_at(asio::steady_timer::time_point::max());
+        c->children_done.reset();
         auto [wec] = co_await c->children_done.async_wait(asio::as_tuple(asio::use_awaitable));
         (void)wec; // woken by child_ended()
     }

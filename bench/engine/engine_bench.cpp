@@ -43,7 +43,7 @@ std::uint64_t bytes_per_token(const model& m) {
         }
         if (hp.is_moe()) {
             n +=
-                hp.n_expert_used * (l.gate_exps.expert_bytes() + l.up_exps.expert_bytes() + l.down_exps.expert_bytes());
+                hp.n_expert_used * (l.gate_exps.expert_stride + l.up_exps.expert_stride + l.down_exps.expert_stride);
         }
     }
     return n;
@@ -60,7 +60,7 @@ std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t vocab, std:
 
 // Seconds to prefill `n` tokens into a fresh cache (last token's logits only, as generation needs).
 double prefill_seconds(const std::shared_ptr<model>& m, std::size_t n, std::uint32_t seed) {
-    models::kv_cache cache(m->hparams(), static_cast<std::uint32_t>(n + 8));
+    models::kv_cache cache(models::cache_layout_of(m->arch(), m->hparams()), static_cast<std::uint32_t>(n + 8));
     models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), m->options().n_batch);
     const auto tokens = random_tokens(n, m->hparams().n_vocab, seed);
     std::vector<float> logits;

@@ -83,7 +83,7 @@ std::uint64_t page_cached_bytes(const std::string& path) {
     return cached;
 }
 
-json::object cache_json(const models::expert_cache_counters& a, const models::expert_cache_counters& b, double wall_s,
+json::object cache_json(const experts::expert_cache_counters& a, const experts::expert_cache_counters& b, double wall_s,
                         std::uint64_t tokens) {
     const auto bytes = b.bytes_read - a.bytes_read;
     const double busy = b.busy_s - a.busy_s;
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     opts.n_threads = *threads;
     opts.prefetch = *prefetch != 0;
     if (argc > 7) {
-        auto policy = models::parse_cache_policy(argv[7]);
+        auto policy = experts::parse_cache_policy(argv[7]);
         if (!policy) {
             std::fprintf(stderr, "stream_bench: %s\n", policy.error().message.c_str());
             return 2;
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     req.ignore_eos = true;
     session s(m, 512);
     using clock = std::chrono::steady_clock;
-    models::expert_cache_counters start_counters;
+    experts::expert_cache_counters start_counters;
     clock::time_point start;
     double wall_s = 0;
     std::uint32_t seen = 0;
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
                      {"budget_bytes", *budget},
                      {"threads", m->options().n_threads},
                      {"prefetch", opts.prefetch},
-                     {"policy", opts.cache_policy == models::cache_policy::lru ? "lru" : "lfu"},
+                     {"policy", opts.cache_policy == experts::cache_policy::lru ? "lru" : "lfu"},
                      {"plan", to_json(plan)},
                      {"tokens", timed},
                      {"distinct_tokens",

@@ -23,56 +23,60 @@ struct hf_target {
     std::uint32_t expert = 0;
 };
 
-/// Suffixes of "model.layers.N." and the GGUF base they map to.
+using models::tensor_kind;
+using models::tensor_suffix;
+
+/// Suffixes of "model.layers.N." and the GGUF tensor they map to.
 struct layer_entry {
     std::string_view hf;
-    std::string_view gguf;
+    tensor_kind kind;
+    tensor_suffix suffix = tensor_suffix::weight;
 };
 
 constexpr layer_entry layer_table[] = {
-    {"input_layernorm.weight", "attn_norm.weight"},
-    {"post_attention_layernorm.weight", "ffn_norm.weight"},
-    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},
-    {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.o_proj.weight", "attn_output.weight"},
-    {"self_attn.q_proj.bias", "attn_q.bias"},
-    {"self_attn.k_proj.bias", "attn_k.bias"},
-    {"self_attn.v_proj.bias", "attn_v.bias"},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-    {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.down_proj.weight", "ffn_down.weight"},
-    {"mlp.gate.weight", "ffn_gate_inp.weight"},
-    {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
-    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
-    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
-    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
-    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+    {"input_layernorm.weight", tensor_kind::attn_norm},
+    {"post_attention_layernorm.weight", tensor_kind::ffn_norm},
+    {"self_attn.q_proj.weight", tensor_kind::attn_q},
+    {"self_attn.k_proj.weight", tensor_kind::attn_k},
+    {"self_attn.v_proj.weight", tensor_kind::attn_v},
+    {"self_attn.o_proj.weight", tensor_kind::attn_output},
+    {"self_attn.q_proj.bias", tensor_kind::attn_q, tensor_suffix::bias},
+    {"self_attn.k_proj.bias", tensor_kind::attn_k, tensor_suffix::bias},
+    {"self_attn.v_proj.bias", tensor_kind::attn_v, tensor_suffix::bias},
+    {"self_attn.q_norm.weight", tensor_kind::attn_q_norm},
+    {"self_attn.k_norm.weight", tensor_kind::attn_k_norm},
+    {"mlp.gate_proj.weight", tensor_kind::ffn_gate},
+    {"mlp.up_proj.weight", tensor_kind::ffn_up},
+    {"mlp.down_proj.weight", tensor_kind::ffn_down},
+    {"mlp.gate.weight", tensor_kind::ffn_gate_inp},
+    {"block_sparse_moe.gate.weight", tensor_kind::ffn_gate_inp},
+    {"mlp.shared_expert.gate_proj.weight", tensor_kind::ffn_gate_shexp},
+    {"mlp.shared_expert.up_proj.weight", tensor_kind::ffn_up_shexp},
+    {"mlp.shared_expert.down_proj.weight", tensor_kind::ffn_down_shexp},
+    {"mlp.shared_expert_gate.weight", tensor_kind::ffn_gate_inp_shexp},
     // Experts stored stacked, one 3-D tensor per projection (newer transformers).
-    {"mlp.experts.gate_proj", "ffn_gate_exps.weight"},
-    {"mlp.experts.up_proj", "ffn_up_exps.weight"},
-    {"mlp.experts.down_proj", "ffn_down_exps.weight"},
-    {"mlp.experts.gate_proj.weight", "ffn_gate_exps.weight"},
-    {"mlp.experts.up_proj.weight", "ffn_up_exps.weight"},
-    {"mlp.experts.down_proj.weight", "ffn_down_exps.weight"},
+    {"mlp.experts.gate_proj", tensor_kind::ffn_gate_exps},
+    {"mlp.experts.up_proj", tensor_kind::ffn_up_exps},
+    {"mlp.experts.down_proj", tensor_kind::ffn_down_exps},
+    {"mlp.experts.gate_proj.weight", tensor_kind::ffn_gate_exps},
+    {"mlp.experts.up_proj.weight", tensor_kind::ffn_up_exps},
+    {"mlp.experts.down_proj.weight", tensor_kind::ffn_down_exps},
 };
 
-/// Per-expert projection names: (prefix, projection, GGUF base).
+/// Per-expert projection names: (prefix, projection, GGUF tensor).
 struct expert_entry {
     std::string_view prefix;
     std::string_view proj;
-    std::string_view gguf;
+    tensor_kind kind;
 };
 
 constexpr expert_entry expert_table[] = {
-    {"mlp.experts.", "gate_proj.weight", "ffn_gate_exps.weight"},
-    {"mlp.experts.", "up_proj.weight", "ffn_up_exps.weight"},
-    {"mlp.experts.", "down_proj.weight", "ffn_down_exps.weight"},
-    {"block_sparse_moe.experts.", "w1.weight", "ffn_gate_exps.weight"},
-    {"block_sparse_moe.experts.", "w3.weight", "ffn_up_exps.weight"},
-    {"block_sparse_moe.experts.", "w2.weight", "ffn_down_exps.weight"},
+    {"mlp.experts.", "gate_proj.weight", tensor_kind::ffn_gate_exps},
+    {"mlp.experts.", "up_proj.weight", tensor_kind::ffn_up_exps},
+    {"mlp.experts.", "down_proj.weight", tensor_kind::ffn_down_exps},
+    {"block_sparse_moe.experts.", "w1.weight", tensor_kind::ffn_gate_exps},
+    {"block_sparse_moe.experts.", "w3.weight", tensor_kind::ffn_up_exps},
+    {"block_sparse_moe.experts.", "w2.weight", tensor_kind::ffn_down_exps},
 };
 
 /// Reads a decimal number at the start of `s` followed by '.', advancing past both.
@@ -87,17 +91,16 @@ std::optional<std::uint32_t> take_index(std::string_view& s) {
 }
 
 std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view rest) {
-    auto in_layer = [&](std::string_view base) { return "blk." + std::to_string(layer) + "." + std::string(base); };
     if (rest == "self_attn.rotary_emb.inv_freq") {
         return hf_target{target_kind::ignore, {}, 0};
     }
     for (const auto& e : layer_table) {
         if (rest == e.hf) {
-            return hf_target{target_kind::whole, in_layer(e.gguf), 0};
+            return hf_target{target_kind::whole, models::tensor_name(e.kind, layer, e.suffix), 0};
         }
     }
     if (rest == "mlp.experts.gate_up_proj" || rest == "mlp.experts.gate_up_proj.weight") {
-        return hf_target{target_kind::fused_gate_up, in_layer("ffn_gate_exps.weight"), 0};
+        return hf_target{target_kind::fused_gate_up, models::tensor_name(tensor_kind::ffn_gate_exps, layer), 0};
     }
     for (const auto& e : expert_table) {
         if (!rest.starts_with(e.prefix)) {
@@ -106,7 +109,7 @@ std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view re
         std::string_view tail = rest.substr(e.prefix.size());
         const auto expert = take_index(tail);
         if (expert && tail == e.proj) {
-            return hf_target{target_kind::expert, in_layer(e.gguf), *expert};
+            return hf_target{target_kind::expert, models::tensor_name(e.kind, layer), *expert};
         }
     }
     return std::nullopt;
@@ -114,13 +117,13 @@ std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view re
 
 std::optional<hf_target> map_name(std::string_view name) {
     if (name == "model.embed_tokens.weight") {
-        return hf_target{target_kind::whole, "token_embd.weight", 0};
+        return hf_target{target_kind::whole, models::tensor_name(tensor_kind::token_embd), 0};
     }
     if (name == "model.norm.weight") {
-        return hf_target{target_kind::whole, "output_norm.weight", 0};
+        return hf_target{target_kind::whole, models::tensor_name(tensor_kind::output_norm), 0};
     }
     if (name == "lm_head.weight") {
-        return hf_target{target_kind::whole, "output.weight", 0};
+        return hf_target{target_kind::whole, models::tensor_name(tensor_kind::output), 0};
     }
     constexpr std::string_view layers = "model.layers.";
     if (!name.starts_with(layers)) {
@@ -168,7 +171,7 @@ public:
             return make_error(std::errc::not_supported,
                               "tensor " + t.name + ": not a tensor of " + cfg_.hf_class + " known to the converter");
         }
-        if (target->kind == target_kind::ignore || (cfg_.tied_embeddings && target->gguf == "output.weight")) {
+        if (target->kind == target_kind::ignore || (cfg_.tied_embeddings && target->gguf == models::tensor_name(tensor_kind::output))) {
             return {};
         }
         if (t.dtype == st_dtype::other) {
@@ -214,14 +217,16 @@ public:
             }
             if (src.runs.empty()) {
                 // The one optional tensor, output.weight, may only be absent when config.json ties it.
-                if (s.optional && (s.name != "output.weight" || cfg_.tied_embeddings)) {
+                if (s.optional && (s.name != models::tensor_name(tensor_kind::output) || cfg_.tied_embeddings)) {
                     continue;
                 }
                 return make_error(std::errc::invalid_argument, "tensor " + s.name + ": missing from the checkpoint");
             }
-            if (cfg_.hp.arch == "llama" && s.name.ends_with("attn_q.weight")) {
+            const auto parsed = models::parse_tensor_name(s.name);
+            const bool weight = parsed && parsed->suffix == tensor_suffix::weight;
+            if (cfg_.hp.arch == "llama" && weight && parsed->kind == tensor_kind::attn_q) {
                 src.permute_heads = cfg_.hp.n_head;
-            } else if (cfg_.hp.arch == "llama" && s.name.ends_with("attn_k.weight")) {
+            } else if (cfg_.hp.arch == "llama" && weight && parsed->kind == tensor_kind::attn_k) {
                 src.permute_heads = cfg_.hp.n_head_kv;
             }
             out.push_back(std::move(src));
@@ -278,14 +283,13 @@ private:
     }
 
     result<void> add_fused(const st_tensor& t, slot& gate) {
-        const std::string up_name =
-            gate.spec->name.substr(0, gate.spec->name.size() - std::string_view("ffn_gate_exps.weight").size()) +
-            "ffn_up_exps.weight";
+        const auto parsed = models::parse_tensor_name(gate.spec->name);
+        const std::string up_name = models::tensor_name(tensor_kind::ffn_up_exps, parsed ? *parsed->layer : 0);
         slot& up = slots_.at(up_name);
         const auto& ne = gate.spec->ne;
         const std::vector<std::uint64_t> want{ne[2], 2 * ne[1], ne[0]};
         if (t.shape != want) {
-            return wrong_shape(t, gate.spec->name + " + ffn_up_exps.weight", want);
+            return wrong_shape(t, gate.spec->name + " + " + up_name, want);
         }
         if (auto r = claim(t, gate); !r) {
             return r;

@@ -14,12 +14,12 @@
 //   fixed: 64 MiB (allocator slack, thread stacks, io rings, the server) + n_vocab x 128 bytes of tokenizer tables.
 #include "runtime/engine/memory_plan.hpp"
 
+#include "base/async_event.hpp"
 #include "io/dma_buffer.hpp"
 #include "kernels/matmul.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/value.hpp>
@@ -123,13 +123,11 @@ std::string human(std::uint64_t bytes) {
     return buf;
 }
 
-/// Bytes the KV caches of `in.n_seq` sequences hold (kv_cache: n_ctx rows of kv_dim keys and v_dim values per
-/// layer, F16 or F32 elements).
+/// Bytes the caches of `in.n_seq` sequences hold (kv_cache: per layer its key/value rows, F16 or F32, and its
+/// recurrent state).
 std::uint64_t kv_bytes_of(const models::model_hparams& hp, const plan_inputs& in) {
-    const std::uint64_t elem = in.kv_type == kernels::quant_type::f32 ? 4 : 2;
-    const std::uint64_t per_seq =
-        std::uint64_t{in.n_ctx} * hp.n_layer * (std::uint64_t{hp.kv_dim()} + hp.v_dim()) * elem;
-    return per_seq * in.n_seq;
+    const auto layout = in.cache_layout.empty() ? models::attention_cache_layout(hp) : in.cache_layout;
+    return models::cache_bytes(layout, in.n_ctx, in.kv_type) * in.n_seq;
 }
 
 /// The widest prepared activation row of `cols` columns over every weight type in `files`.
@@ -165,13 +163,13 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
            std::uint64_t{hp.n_vocab} * tokenizer_bytes_per_token;
 }
 
-std::uint32_t moe_layers(const models::expert_layout& layout) {
+std::uint32_t moe_layers(const experts::expert_layout& layout) {
     return static_cast<std::uint32_t>(
         std::count_if(layout.layers.begin(), layout.layers.end(), [](const auto& l) { return l.n_expert > 0; }));
 }
 
 /// Experts per layer (the largest layer's count).
-std::uint32_t experts_per_layer(const models::expert_layout& layout) {
+std::uint32_t experts_per_layer(const experts::expert_layout& layout) {
     std::uint32_t n = 0;
     for (const auto& l : layout.layers) {
         n = std::max(n, l.n_expert);
@@ -180,7 +178,7 @@ std::uint32_t experts_per_layer(const models::expert_layout& layout) {
 }
 
 /// The disk traffic of a token and the speed bound it implies, for a plan whose cache is already sized.
-void plan_traffic(memory_plan& p, const models::expert_layout& layout, double disk_bandwidth) {
+void plan_traffic(memory_plan& p, const experts::expert_layout& layout, double disk_bandwidth) {
     const std::uint32_t layers = moe_layers(layout);
     p.read_bytes_per_token_cold = std::uint64_t{layers} * layout.expert_used * layout.read_bytes;
     p.disk_bandwidth = disk_bandwidth;
@@ -282,7 +280,7 @@ std::uint64_t memory_plan::planned_bytes() const noexcept {
 }
 
 result<memory_plan> plan_memory(const gguf::model_files& files, const models::model_hparams& hp,
-                                const models::expert_layout& layout, const plan_inputs& in) {
+                                const experts::expert_layout& layout, const plan_inputs& in) {
     memory_plan p;
     p.budget = in.budget != 0 ? in.budget : default_memory_budget();
     for (const auto& t : files.tensors()) {
@@ -383,7 +381,7 @@ struct probe_state {
     std::uint64_t bytes_read = 0;
     std::size_t lanes_running = 0;
     std::optional<error> failure;
-    std::unique_ptr<boost::asio::steady_timer> done;
+    std::unique_ptr<async_event> done; ///< set when the last lane ends
 };
 
 boost::asio::awaitable<void> probe_lane(io::reader& reader, std::shared_ptr<probe_state> st, std::size_t lane) {
@@ -401,7 +399,7 @@ boost::asio::awaitable<void> probe_lane(io::reader& reader, std::shared_ptr<prob
         st->bytes_read += r.bytes;
     } while (!st->failure && std::chrono::steady_clock::now() < st->deadline);
     if (--st->lanes_running == 0) {
-        st->done->cancel();
+        st->done->set();
     }
 }
 
@@ -411,7 +409,7 @@ boost::asio::awaitable<void> probe_lane(io::reader& reader, std::shared_ptr<prob
 // the deadline; the caller must await on that same executor (the reader's own contract), as the lanes and the
 // caller share the counters without locks.
 boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, const gguf::model_files& files,
-                                                            const models::expert_layout& layout,
+                                                            const experts::expert_layout& layout,
                                                             std::chrono::milliseconds duration) {
     auto st = std::make_shared<probe_state>();
     // Candidates: the aligned range of every expert's gate, up and down slab; a range running past the end of
@@ -426,7 +424,7 @@ boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, 
             for (std::uint32_t e = 0; e < l.n_expert; ++e) {
                 const std::uint64_t start = s.offset + e * s.bytes;
                 const std::uint64_t lo = start & ~(page - 1);
-                const std::uint64_t len = models::expert_layout::aligned_extent(start, s.bytes);
+                const std::uint64_t len = experts::expert_layout::aligned_extent(start, s.bytes);
                 if (lo + len <= f.size()) {
                     st->ranges.push_back({&f, lo, len});
                     st->lane_bytes = std::max(st->lane_bytes, len);
@@ -440,7 +438,7 @@ boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, 
     const std::size_t lanes = std::min(probe_queue_depth, st->ranges.size());
     st->buffer = io::dma_buffer(lanes * st->lane_bytes);
     auto ex = reader.get_executor();
-    st->done = std::make_unique<boost::asio::steady_timer>(ex, boost::asio::steady_timer::time_point::max());
+    st->done = std::make_unique<async_event>(ex);
     const auto t0 = std::chrono::steady_clock::now();
     st->deadline = t0 + duration;
     st->lanes_running = lanes;
@@ -452,8 +450,7 @@ boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, 
         });
     }
     while (st->lanes_running > 0) {
-        boost::system::error_code ec;
-        co_await st->done->async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+        co_await st->done->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (st->failure) {

@@ -5,7 +5,8 @@
 #include "io/reader.hpp"
 #include "kernels/quant_type.hpp"
 #include "runtime/gguf/model_files.hpp"
-#include "runtime/models/expert_layout.hpp"
+#include "runtime/experts/expert_layout.hpp"
+#include "runtime/models/kv_cache.hpp"
 #include "runtime/models/hparams.hpp"
 #include "sluice/error.hpp"
 
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 #include <string_view>
 
 namespace sluice {
@@ -35,6 +37,8 @@ struct plan_inputs {
     std::size_t n_threads = 1;
     kernels::quant_type kv_type = kernels::quant_type::f16;
     double disk_bandwidth = 0; ///< bytes/s for the speed bound; 0 = unknown
+    /// What each layer keeps per sequence (architecture cache_layout_of); empty: standard attention layers.
+    std::vector<models::layer_cache_spec> cache_layout;
 };
 
 /// How a model is held in memory.
@@ -66,7 +70,7 @@ struct memory_plan {
 /// whole model fits; otherwise the experts stream through a cache of the bytes left. Error (with the numbers)
 /// when the resident part, KV cache, buffers and the smallest workable cache do not fit.
 result<memory_plan> plan_memory(const gguf::model_files& files, const models::model_hparams& hp,
-                                const models::expert_layout& layout, const plan_inputs& in);
+                                const experts::expert_layout& layout, const plan_inputs& in);
 
 /// The plan as JSON (sizes in bytes, plus "strategy", "assumptions").
 boost::json::object to_json(const memory_plan& plan);
@@ -74,7 +78,7 @@ boost::json::object to_json(const memory_plan& plan);
 /// Measures random-read bandwidth (bytes/s) on the model file: expert-sized O_DIRECT reads at high queue depth
 /// for about `duration`. Errors: read failures, a model without routed experts.
 boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, const gguf::model_files& files,
-                                                            const models::expert_layout& layout,
+                                                            const experts::expert_layout& layout,
                                                             std::chrono::milliseconds duration =
                                                                 std::chrono::milliseconds{300});
 

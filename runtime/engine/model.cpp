@@ -1,7 +1,7 @@
 // Loading a model: headers, architecture and hyperparameters, tokenizer, chat template, then the weights.
 #include "runtime/engine/model.hpp"
 
-#include "runtime/models/expert_cache.hpp"
+#include "runtime/experts/expert_cache.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 
 #include <boost/asio/this_coro.hpp>
@@ -13,9 +13,9 @@ namespace sluice {
 
 model::~model() = default;
 
-models::expert_cache_counters model::expert_counters() const {
+experts::expert_cache_counters model::expert_counters() const {
     if (cache_ == nullptr) {
-        models::expert_cache_counters none;
+        experts::expert_cache_counters none;
         none.layers.resize(hp_.n_layer);
         return none;
     }
@@ -41,7 +41,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     }
     m->hp_ = std::move(*hp);
     if (m->hp_.n_vocab == 0) {
-        if (const auto* emb = m->files_->find_tensor("token_embd.weight")) {
+        if (const auto* emb = m->files_->find_tensor(models::tensor_name(models::tensor_kind::token_embd))) {
             m->hp_.n_vocab = static_cast<std::uint32_t>(emb->ne[1]);
         }
     }
@@ -79,7 +79,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     if (auto checked = models::check_tensors(*m->files_, *m->arch_, m->hp_); !checked) {
         co_return checked.error().with_context(path.string());
     }
-    auto layout = models::make_expert_layout(*m->files_, m->hp_);
+    auto layout = experts::make_expert_layout(*m->files_, m->hp_);
     if (!layout) {
         co_return layout.error().with_context(path.string());
     }
@@ -91,6 +91,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     in.n_threads = options.n_threads;
     in.kv_type = options.kv_type;
     in.disk_bandwidth = options.disk_bandwidth;
+    in.cache_layout = models::cache_layout_of(*m->arch_, m->hp_);
     auto plan = plan_memory(*m->files_, m->hp_, *layout, in);
     if (!plan) {
         co_return plan.error().with_context(path.string());
@@ -116,19 +117,19 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     m->weights_ = std::move(*weights);
     m->pool_ = std::make_unique<runtime::compute_pool>(options.n_threads);
     if (m->plan_.streams()) {
-        models::expert_cache_options cache_options;
+        experts::expert_cache_options cache_options;
         cache_options.slots = m->plan_.cache_slots;
         cache_options.prefetch = options.prefetch;
         cache_options.policy = options.cache_policy;
         cache_options.io = options.io;
-        auto cache = models::expert_cache::create(*m->files_, std::move(*layout), cache_options);
+        auto cache = experts::expert_cache::create(*m->files_, std::move(*layout), cache_options);
         if (!cache) {
             co_return cache.error().with_context(path.string());
         }
         m->cache_ = cache->get();
         m->experts_ = std::move(*cache);
     } else {
-        m->experts_ = std::make_unique<models::resident_experts>(m->weights_);
+        m->experts_ = std::make_unique<experts::resident_experts>(m->weights_);
     }
     co_return m;
 }

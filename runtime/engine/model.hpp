@@ -8,8 +8,8 @@
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/architecture.hpp"
-#include "runtime/models/expert_cache.hpp"
-#include "runtime/models/expert_source.hpp"
+#include "runtime/experts/expert_cache.hpp"
+#include "runtime/experts/expert_source.hpp"
 #include "runtime/models/weights.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "sluice/error.hpp"
@@ -37,7 +37,7 @@ struct model_options {
     std::uint32_t n_seq = 1;   ///< sequences generating at once (KV caches the plan reserves)
     double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
     bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
-    models::cache_policy cache_policy = models::cache_policy::lru; ///< streaming: which expert to evict
+    experts::cache_policy cache_policy = experts::cache_policy::lru; ///< streaming: which expert to evict
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.
@@ -69,12 +69,12 @@ public:
     /// How the model is held in memory: resident, or with routed experts streamed through a cache.
     [[nodiscard]] const memory_plan& plan() const noexcept { return plan_; }
     /// The expert cache's counters; all zero (no slots) when the model is fully resident.
-    [[nodiscard]] models::expert_cache_counters expert_counters() const;
+    [[nodiscard]] experts::expert_cache_counters expert_counters() const;
 
     // For sessions and the forward pass.
     [[nodiscard]] runtime::compute_pool& pool() noexcept { return *pool_; }
     [[nodiscard]] const models::model_weights& weights() const noexcept { return weights_; }
-    [[nodiscard]] models::expert_source& experts() noexcept { return *experts_; }
+    [[nodiscard]] experts::expert_source& experts() noexcept { return *experts_; }
 
 private:
     model() = default;
@@ -89,8 +89,8 @@ private:
     std::optional<tokenizer::tokenizer> tokenizer_;
     std::optional<chat::template_source> template_;
     std::unique_ptr<runtime::compute_pool> pool_;
-    std::unique_ptr<models::expert_source> experts_;
-    const models::expert_cache* cache_ = nullptr; ///< experts_ when it is a cache
+    std::unique_ptr<experts::expert_source> experts_;
+    const experts::expert_cache* cache_ = nullptr; ///< experts_ when it is a cache
 };
 
 } // namespace sluice

@@ -39,7 +39,8 @@ std::string_view to_string(finish_reason r) noexcept {
 
 session::session(std::shared_ptr<model> m, std::uint32_t n_ctx)
     : model_(std::move(m)),
-      cache_(model_->hparams(), n_ctx ? n_ctx : model_->options().n_ctx, model_->options().kv_type),
+      cache_(models::cache_layout_of(model_->arch(), model_->hparams()), n_ctx ? n_ctx : model_->options().n_ctx,
+             model_->options().kv_type),
       runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
               model_->options().n_batch) {}
 
@@ -119,6 +120,9 @@ boost::asio::awaitable<result<void>> token_stream::start() {
         ++reuse;
     }
     reuse = std::min(reuse, prompt_.size() - 1);
+    if (!cache.can_truncate(static_cast<std::uint32_t>(reuse))) {
+        reuse = 0; // a windowed or recurrent layer cannot go back to that prefix: start over
+    }
     cache.truncate(static_cast<std::uint32_t>(reuse));
     history.resize(reuse);
     summary_.prompt_tokens = static_cast<std::uint32_t>(prompt_.size());

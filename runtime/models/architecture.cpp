@@ -1,6 +1,8 @@
 // The architecture registry and the shared hyperparameter loading path.
 #include "runtime/models/architecture.hpp"
 
+#include "runtime/models/kv_cache.hpp"
+
 #include <array>
 #include <string>
 
@@ -11,6 +13,10 @@ std::span<const architecture* const> supported_architectures() {
                                                         &qwen3_architecture(),    &qwen2moe_architecture(),
                                                         &qwen3moe_architecture(), &olmoe_architecture()};
     return all;
+}
+
+std::vector<layer_cache_spec> cache_layout_of(const architecture& arch, const model_hparams& hp) {
+    return arch.cache_layout ? arch.cache_layout(hp) : attention_cache_layout(hp);
 }
 
 result<const architecture*> find_architecture(std::string_view name) {

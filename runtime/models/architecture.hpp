@@ -16,6 +16,8 @@ namespace sluice::models {
 
 class layer_context;
 struct team_member;
+struct layer_status;
+struct layer_cache_spec;
 
 /// The hooks of one architecture.
 struct architecture {
@@ -26,10 +28,16 @@ struct architecture {
     /// The tensors a file of this architecture holds, in llama.cpp's order.
     std::vector<tensor_spec> (*tensors)(const model_hparams& hp);
     /// Runs decoder layer `layer` over the batch held by `ctx` (residual stream in, residual stream out) as
-    /// one member `m` of the compute team. Returns false when a block stopped to wait for expert weights
-    /// (see moe_block); the runner awaits them and calls the hook again for the same layer.
-    bool (*forward_layer)(layer_context& ctx, std::uint32_t layer, const team_member& m);
+    /// one member `m` of the compute team. Every member returns the same status: done, or stalled on an expert
+    /// fetch (see moe_block), in which case the runner awaits the fetch and calls the stall's resume step.
+    layer_status (*forward_layer)(layer_context& ctx, std::uint32_t layer, const team_member& m);
+    /// What each layer keeps per sequence (keys/values, a window of them, a recurrent state). Null: every layer
+    /// is standard attention (attention_cache_layout).
+    std::vector<layer_cache_spec> (*cache_layout)(const model_hparams& hp) = nullptr;
 };
+
+/// The per-layer cache layout of `arch` for `hp`.
+std::vector<layer_cache_spec> cache_layout_of(const architecture& arch, const model_hparams& hp);
 
 /// The architecture called `name`, or an error listing the supported ones.
 result<const architecture*> find_architecture(std::string_view name);

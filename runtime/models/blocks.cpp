@@ -72,17 +72,14 @@ void add_rows(float* x, const float* d, std::size_t n, slice r) {
 } // namespace
 
 void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
-    if (ctx.resume_layer == il) {
-        return;
-    }
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
     const std::size_t n_tok = ctx.n_tokens;
     const std::size_t n_embd = hp.n_embd;
     const std::size_t t = m.index, n = m.count;
-    const auto in_qkv = plan_input(s, 0, {l.wq.type, l.wk.type, l.wv.type}, n_embd, n_tok);
-    const auto in_o = plan_input(s, 4, {l.wo.type}, std::size_t{hp.n_head} * hp.head_dim_v, n_tok);
+    const auto in_qkv = plan_input(s.block_in, {l.wq.type, l.wk.type, l.wv.type}, n_embd, n_tok);
+    const auto in_o = plan_input(s.wide_in, {l.wo.type}, std::size_t{hp.n_head} * hp.head_dim_v, n_tok);
     kernels::attention_shape shape;
     shape.n_tokens = n_tok;
     shape.n_heads = hp.n_head;
@@ -161,8 +158,8 @@ void dense_ffn_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
     const std::size_t n_tok = ctx.n_tokens;
-    const auto in = plan_input(s, 0, {l.ffn_gate.type, l.ffn_up.type}, hp.n_embd, n_tok);
-    const auto hidden_in = plan_input(s, 4, {l.ffn_down.type}, hp.n_ff, n_tok);
+    const auto in = plan_input(s.block_in, {l.ffn_gate.type, l.ffn_up.type}, hp.n_embd, n_tok);
+    const auto hidden_in = plan_input(s.wide_in, {l.ffn_down.type}, hp.n_ff, n_tok);
     const dense_ffn ffn{l.ffn_gate,    l.ffn_up,    l.ffn_down,   in,   hidden_in,
                         s.gate.data(), s.up.data(), s.tmp.data(), n_tok};
     const slice tok(n_tok, m.index, m.count);
@@ -175,13 +172,13 @@ void dense_ffn_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     m.sync();
 }
 
-bool decoder_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {
+layer_status decoder_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {
     attention_block(ctx, il, m);
     if (ctx.hparams().is_moe()) {
         return moe_block(ctx, il, m);
     }
     dense_ffn_block(ctx, il, m);
-    return true;
+    return layer_status::finished();
 }
 
 void default_expert_weights_norm(const gguf::metadata& kv, model_hparams& hp, bool fallback) {

@@ -15,8 +15,8 @@ const std::byte* prepared_input::get(kernels::quant_type type) const noexcept {
     return nullptr;
 }
 
-prepared_input plan_input(forward_scratch& s, std::size_t first_slot, std::initializer_list<kernels::quant_type> types,
-                          std::size_t cols, [[maybe_unused]] std::size_t rows) {
+prepared_input plan_input(prepared_slots& slots, std::initializer_list<kernels::quant_type> types, std::size_t cols,
+                          [[maybe_unused]] std::size_t rows) {
     prepared_input in;
     in.cols = cols;
     for (const auto type : types) {
@@ -27,9 +27,9 @@ prepared_input plan_input(forward_scratch& s, std::size_t first_slot, std::initi
         if (seen) {
             continue;
         }
-        assert(in.n < in.types.size() && first_slot + in.n < s.act.size());
+        assert(in.n < in.types.size() && in.n < slots.by_type.size());
         const std::size_t rb = kernels::prepared_row_bytes(type, cols);
-        auto& buf = s.act[first_slot + in.n];
+        auto& buf = slots.by_type[in.n];
         assert(buf.size() >= rb * rows && "forward_scratch::size_for did not plan this input");
         in.types[in.n] = type;
         in.bufs[in.n] = buf.data();

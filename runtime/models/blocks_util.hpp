@@ -24,10 +24,10 @@ struct prepared_input {
     [[nodiscard]] const std::byte* get(kernels::quant_type type) const noexcept;
 };
 
-/// Plans buffers in scratch slots [first_slot, first_slot + 4) for `rows` rows, one per distinct type.
-/// Never allocates (forward_scratch::size_for sized the slots), so compute threads may call it.
-prepared_input plan_input(forward_scratch& s, std::size_t first_slot, std::initializer_list<kernels::quant_type> types,
-                          std::size_t cols, std::size_t rows);
+/// Plans `slots`' buffers for `rows` rows of `cols` values, one buffer per distinct type of `types`.
+/// Never allocates (forward_scratch::size_for sized the buffers), so compute threads may call it.
+prepared_input plan_input(prepared_slots& slots, std::initializer_list<kernels::quant_type> types, std::size_t cols,
+                          std::size_t rows);
 
 /// Prepares rows [r.begin, r.end) of `src` (row stride `cols`) for every planned type.
 void prepare_rows(const prepared_input& in, const float* src, runtime::slice r) noexcept;

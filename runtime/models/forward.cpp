@@ -31,12 +31,17 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         weights.resize(b * top_k);
         ids.resize(b * top_k);
         sel_token.resize(b * top_k);
-        sel_row.resize(b * top_k);
-        chunk_expert.resize(b * top_k);
-        chunk_token.resize(b * top_k);
-        chunk_row.resize(b * top_k);
-        expert_states.reserve(hp.n_expert);
-        unique_index.assign(hp.n_expert, -1);
+        moe.chunk_expert.resize(b * top_k);
+        moe.chunk_token.resize(b * top_k);
+        moe.chunk_row.resize(b * top_k);
+        moe.unique_ids.reserve(hp.n_expert);
+        moe.unique_index.assign(hp.n_expert, -1);
+        moe.in_chunk.assign(hp.n_expert, 0);
+        moe.fetch.reserve(hp.n_expert);
+        moe.prediction.reserve(hp.n_expert);
+        for (auto& p : moe.parts) {
+            p.assign(hp.n_expert, nullptr);
+        }
         pred_xn.resize(b * hp.n_embd);
         pred_router.resize(b * hp.n_expert);
         pred_ids.resize(b * top_k);
@@ -53,8 +58,8 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
     // Every weight type in use, to size each prepared-activation slot for the largest of them.
     std::vector<kernels::quant_type> types{w.output.type};
     for (const auto& l : w.layers) {
-        for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.gate_exps,
-                              &l.up_exps, &l.down_exps, &l.shexp_gate, &l.shexp_up, &l.shexp_down}) {
+        for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router,
+                              &l.gate_exps, &l.up_exps, &l.down_exps, &l.shexp_gate, &l.shexp_up, &l.shexp_down}) {
             if (*v && std::find(types.begin(), types.end(), v->type) == types.end()) {
                 types.push_back(v->type);
             }
@@ -70,24 +75,22 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
     };
     const std::size_t b = max_batch;
     const std::size_t top_k = std::max<std::size_t>(hp.n_expert_used, 1);
-    for (std::size_t slot = 0; slot < 4; ++slot) {
-        act[slot].resize(widest(hp.n_embd) * b);
-    }
+    auto size_slots = [](prepared_slots& p, std::size_t types, std::size_t bytes) {
+        p.by_type.assign(types, std::vector<std::byte>(bytes));
+    };
+    size_slots(block_in, 4, widest(hp.n_embd) * b);
     const std::size_t hidden =
         std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff}, std::size_t{hp.n_ff_exp}});
-    act[4].resize(widest(hidden) * b * top_k);
-    act[5].resize(widest(std::max<std::size_t>(hp.n_ff_shexp, 1)) * b);
+    size_slots(wide_in, 1, widest(hidden) * b * top_k);
+    size_slots(shared_in, 1, widest(std::max<std::size_t>(hp.n_ff_shexp, 1)) * b);
     if (hp.is_moe()) {
-        act[6].resize(widest(hp.n_embd) * b); // the next layer's router input, for expert prediction
+        size_slots(prediction_in, 1, widest(hp.n_embd) * b); // the next layer's router input
     }
-    unique_ids.reserve(b * top_k);
-    experts.gate.assign(hp.n_expert, nullptr);
-    experts.up.assign(hp.n_expert, nullptr);
-    experts.down.assign(hp.n_expert, nullptr);
 }
 
 forward_runner::forward_runner(const architecture& arch, const model_hparams& hp, const model_weights& w,
-                               runtime::compute_pool& pool, expert_source& experts, std::uint32_t max_batch)
+                               runtime::compute_pool& pool, experts::expert_source& experts,
+                               std::uint32_t max_batch)
     : arch_(&arch), hp_(&hp), weights_(&w), pool_(&pool), experts_(&experts), scratch_(hp, std::max(1u, max_batch)) {
     scratch_.size_for(hp, w);
 }
@@ -111,12 +114,20 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
                                  " tokens exceed the context of " + std::to_string(cache.capacity()));
     }
     logits.resize((mode == logits_mode::all ? tokens.size() : 1) * std::size_t{hp.n_vocab});
-    experts_->attach(co_await boost::asio::this_coro::executor);
-    // Detaches on every way out, error or not.
+    const auto executor = co_await boost::asio::this_coro::executor;
+    scratch_.moe.fetch.bind(executor);
+    scratch_.moe.prediction.bind(executor);
+    experts_->attach(executor);
+    // Hands back whatever the batches hold and detaches on every way out, error or not.
     struct detach_guard {
-        expert_source* source;
-        ~detach_guard() { source->detach(); }
-    } guard{experts_};
+        experts::expert_source* source;
+        forward_scratch* s;
+        ~detach_guard() {
+            source->release_all(s->moe.fetch);
+            source->release_all(s->moe.prediction);
+            source->detach();
+        }
+    } guard{experts_, &scratch_};
     for (std::size_t done = 0; done < tokens.size();) {
         const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(scratch_.max_batch, tokens.size() - done));
         logits_request req;
@@ -141,13 +152,26 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
     layer_context ctx(hp, *weights_, *pool_, *experts_, cache, scratch_);
     ctx.n_tokens = static_cast<std::uint32_t>(n_tok);
     ctx.first_pos = cache.size();
-    // The whole batch is one team job; it stops early only when a layer must wait for expert weights.
-    std::uint32_t first_layer = 0;
+    // The whole batch is one team job; it stops early only when a layer stalls on its experts: the runner awaits
+    // the fetch, then a new job resumes that layer and goes on.
+    std::optional<layer_stall> resume_at;
     while (true) {
-        std::uint32_t stopped_at = layer_context::no_layer;
+        std::optional<layer_stall> stalled;
         co_await runtime::run_team(*pool_, [&](std::size_t t, std::size_t n, runtime::team_barrier& b) {
             const team_member m{t, n, b};
-            if (first_layer == 0 && ctx.resume_layer == layer_context::no_layer) {
+            std::uint32_t il = 0;
+            auto stop = [&](const layer_status& st) {
+                if (m.index == 0) {
+                    stalled = st.stall; // every member stalls at the same layer; one writes it
+                }
+            };
+            if (resume_at) {
+                const auto st = resume_at->resume(ctx, resume_at->layer, m);
+                if (!st.done()) {
+                    return stop(st);
+                }
+                il = resume_at->layer + 1;
+            } else {
                 const runtime::slice tok(n_tok, t, n);
                 for (std::size_t i = tok.begin; i < tok.end; ++i) {
                     kernels::dequantize_row(emb.type, emb.data + static_cast<std::size_t>(tokens[i]) * emb.row_bytes,
@@ -155,29 +179,23 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
                 }
                 m.sync();
             }
-            for (std::uint32_t il = first_layer; il < hp.n_layer; ++il) {
-                if (!arch_->forward_layer(ctx, il, m)) {
-                    if (m.index == 0) {
-                        stopped_at = il; // every member stops at the same layer; one writes it
-                    }
-                    return;
+            for (; il < hp.n_layer; ++il) {
+                const auto st = arch_->forward_layer(ctx, il, m);
+                if (!st.done()) {
+                    return stop(st);
                 }
             }
             if (logits.count) {
                 output_logits(logits, m);
             }
         });
-        if (stopped_at == layer_context::no_layer) {
+        if (!stalled) {
             break;
         }
-        auto acquired = co_await experts_->acquire(stopped_at, scratch_.unique_ids, scratch_.expert_states,
-                                                   scratch_.experts);
-        if (!acquired) {
-            co_return acquired.error().with_context("layer " + std::to_string(stopped_at) + " experts");
+        if (auto r = co_await stalled->fetch->wait_progress(); !r) {
+            co_return r.error().with_context("layer " + std::to_string(stalled->layer) + " experts");
         }
-        first_layer = stopped_at;
-        ctx.resume_layer = stopped_at;
-        ctx.experts_pending = false;
+        resume_at = stalled;
     }
     cache.advance(static_cast<std::uint32_t>(n_tok));
     experts_->count_tokens(n_tok);
@@ -189,7 +207,7 @@ void forward_runner::output_logits(const logits_request& req, const team_member&
     const auto& hp = *hp_;
     const auto& w = *weights_;
     auto& s = scratch_;
-    const auto in = detail::plan_input(s, 0, {w.output.type}, hp.n_embd, req.count);
+    const auto in = detail::plan_input(s.block_in, {w.output.type}, hp.n_embd, req.count);
     const runtime::slice tok(req.count, t, n);
     for (std::size_t i = tok.begin; i < tok.end; ++i) {
         kernels::rms_norm(s.x.data() + (req.first + i) * hp.n_embd, w.output_norm.f32(), s.xn.data() + i * hp.n_embd,

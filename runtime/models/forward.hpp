@@ -1,10 +1,12 @@
 // The forward pass: token ids in, logits out, layer by layer through the architecture's hooks, with the
-// arithmetic on the compute pool and expert weights reached through an expert_source.
+// arithmetic on the compute pool and expert weights reached through an expert_source. A layer step returns a
+// status: done, or stalled on an expert fetch; the runner awaits the fetch and resumes the layer.
 #pragma once
 
 #include "runtime/compute/compute_pool.hpp"
+#include "runtime/experts/expert_batch.hpp"
+#include "runtime/experts/expert_source.hpp"
 #include "runtime/models/architecture.hpp"
-#include "runtime/models/expert_source.hpp"
 #include "runtime/models/kv_cache.hpp"
 #include "runtime/models/weights.hpp"
 #include "sluice/error.hpp"
@@ -14,77 +16,112 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 namespace sluice::models {
 
+class layer_context;
+struct team_member;
+
+/// The rest of a stalled layer, run by every team member once its fetch has progressed.
+using layer_resume = layer_status (*)(layer_context& ctx, std::uint32_t layer, const team_member& m);
+
+/// A layer step that cannot go on: experts it computes are still being read.
+struct layer_stall {
+    std::uint32_t layer = 0;
+    experts::expert_batch* fetch = nullptr; ///< what it waits for
+    layer_resume resume = nullptr;          ///< continues the layer where it stopped
+};
+
+/// What a layer step ended with.
+struct layer_status {
+    std::optional<layer_stall> stall; ///< set when the layer stopped to wait for its experts
+
+    [[nodiscard]] bool done() const noexcept { return !stall; }
+    static layer_status finished() noexcept { return {}; }
+    static layer_status stalled(layer_stall s) noexcept { return {s}; }
+};
+
+/// Buffers for one input prepared for the weight types that multiply it (one buffer per distinct type).
+struct prepared_slots {
+    std::vector<std::vector<std::byte>> by_type;
+};
+
 /// Working memory of a forward pass for batches of up to `max_batch` tokens.
 struct forward_scratch {
     forward_scratch(const model_hparams& hp, std::uint32_t max_batch);
     std::uint32_t max_batch;
-    std::vector<float> x;                      ///< residual stream [batch][n_embd]
-    std::vector<float> xn;                     ///< normalised input of the current block [batch][n_embd]
-    std::vector<float> q, k, v;                ///< projections [batch][q_dim | kv_dim | v_dim]
-    std::vector<float> attn;                   ///< attention output [batch][n_head * head_dim_v]
-    std::vector<float> tmp;                    ///< block output before the residual add [batch][n_embd]
-    std::vector<float> gate, up;               ///< FFN hidden [batch * max(k, 1)][max ff]
-    std::vector<float> moe_out;                ///< each selection's expert output [batch * k][n_embd]
-    std::vector<float> sh_gate, sh_up;         ///< shared-expert hidden [batch][n_ff_shexp]
-    std::vector<float> router;                 ///< router logits [batch][n_expert]
-    std::vector<float> weights;                ///< chosen expert weights [batch][k]
-    std::vector<std::int32_t> ids;             ///< chosen experts [batch][k]
-    std::vector<std::int32_t> sel_token;       ///< selection -> token
-    std::vector<std::int32_t> sel_row;         ///< selection -> its own row (identity), for the down projection
-    std::vector<float> shexp_gate;             ///< shared-expert gate per token
-    std::array<std::vector<std::byte>, 8> act; ///< prepared activation rows, one slot per (input, weight type)
-    std::vector<std::int32_t> unique_ids;      ///< distinct experts chosen in the current MoE layer (sorted)
-    std::vector<expert_state> expert_states;   ///< where each of unique_ids stands
-    std::vector<std::int32_t> unique_index;    ///< expert id -> its index in unique_ids
-    std::vector<std::int32_t> chunk_expert;    ///< selections computed in the current chunk: expert,
-    std::vector<std::int32_t> chunk_token;     ///< token,
-    std::vector<std::int32_t> chunk_row;       ///< and row (the selection's index)
-    std::vector<float> pred_xn;                ///< next-layer prediction: normalised input [batch][n_embd]
-    std::vector<float> pred_router;            ///< its router logits [batch][n_expert]
-    std::vector<std::int32_t> pred_ids;        ///< its chosen experts [batch][k]
-    std::vector<float> pred_weights;           ///< (unused weights of the choice) [batch][k]
-    std::vector<std::int32_t> pred_unique;     ///< the distinct predicted experts
-    expert_handles experts;
+    std::vector<float> x;              ///< residual stream [batch][n_embd]
+    std::vector<float> xn;             ///< normalised input of the current block [batch][n_embd]
+    std::vector<float> q, k, v;        ///< projections [batch][q_dim | kv_dim | v_dim]
+    std::vector<float> attn;           ///< attention output [batch][n_head * head_dim_v]
+    std::vector<float> tmp;            ///< block output before the residual add [batch][n_embd]
+    std::vector<float> gate, up;       ///< FFN hidden [batch * max(k, 1)][max ff]
+    std::vector<float> moe_out;        ///< each selection's expert output [batch * k][n_embd]
+    std::vector<float> sh_gate, sh_up; ///< shared-expert hidden [batch][n_ff_shexp]
+    std::vector<float> router;         ///< router logits [batch][n_expert]
+    std::vector<float> weights;        ///< chosen expert weights [batch][k]
+    std::vector<std::int32_t> ids;     ///< chosen experts [batch][k]
+    std::vector<std::int32_t> sel_token; ///< selection -> token
+    std::vector<float> pred_xn;        ///< next-layer prediction: normalised input [batch][n_embd]
+    std::vector<float> pred_router;    ///< its router logits [batch][n_expert]
+    std::vector<std::int32_t> pred_ids; ///< its chosen experts [batch][k]
+    std::vector<float> pred_weights;   ///< (unused weights of the choice) [batch][k]
+    std::vector<std::int32_t> pred_unique; ///< the distinct predicted experts
 
-    /// Sizes the prepared-activation slots for every weight type `w` uses, so compute threads never allocate.
+    /// Prepared activations, named by what they hold.
+    prepared_slots block_in;      ///< a block's normalised input [batch][n_embd]: q/k/v, FFN and expert gate/up,
+                                  ///< router, shared expert, output head (up to 4 weight types at once)
+    prepared_slots wide_in;       ///< a wide row per token or selection: attention output [batch][n_head *
+                                  ///< head_dim_v], FFN hidden [batch][n_ff], expert hidden [batch * k][n_ff_exp]
+    prepared_slots shared_in;     ///< the shared expert's hidden [batch][n_ff_shexp]
+    prepared_slots prediction_in; ///< the next MoE layer's router input [batch][n_embd]
+
+    /// The MoE layer in progress (member 0 writes between barriers; every member reads after them).
+    struct moe_step {
+        std::vector<std::int32_t> unique_ids;   ///< distinct experts chosen in the layer (sorted)
+        std::vector<std::int32_t> unique_index; ///< expert id -> its index in unique_ids
+        std::vector<std::uint8_t> in_chunk;     ///< per unique expert: computed by the chunk in progress
+        experts::expert_batch fetch;            ///< the layer's chosen experts
+        experts::expert_batch prediction;       ///< the next MoE layer's predicted experts
+        /// Expert id -> weight pointers of the experts in the chunk, per part (what matmul_experts reads).
+        std::array<std::vector<const void*>, experts::max_expert_parts> parts;
+        std::vector<std::int32_t> chunk_expert; ///< selections computed in the current chunk: expert,
+        std::vector<std::int32_t> chunk_token;  ///< token,
+        std::vector<std::int32_t> chunk_row;    ///< and row (the selection's index)
+        std::uint32_t chunk_size = 0;           ///< selections in the chunk
+        bool waiting = false;                   ///< chosen experts not computed yet and not ready
+    } moe;
+
+    /// Sizes the prepared-activation buffers for every weight type `w` uses and the expert handles, so
+    /// compute threads never allocate.
     void size_for(const model_hparams& hp, const model_weights& w);
 };
 
-/// State of the batch a layer hook works on. Blocks read and write `x` in place.
+/// The batch a layer step works on and what it reaches. Blocks read and write `x` in place.
 class layer_context {
 public:
-    layer_context(const model_hparams& hp, const model_weights& w, runtime::compute_pool& pool, expert_source& experts,
-                  kv_cache& cache, forward_scratch& s) noexcept
+    layer_context(const model_hparams& hp, const model_weights& w, runtime::compute_pool& pool,
+                  experts::expert_source& experts, kv_cache& cache, forward_scratch& s) noexcept
         : hp_(&hp), weights_(&w), pool_(&pool), experts_(&experts), cache_(&cache), scratch_(&s) {}
 
     [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
     [[nodiscard]] const layer_weights& layer(std::uint32_t il) const noexcept { return weights_->layers[il]; }
     [[nodiscard]] runtime::compute_pool& pool() const noexcept { return *pool_; }
-    [[nodiscard]] expert_source& experts() const noexcept { return *experts_; }
+    [[nodiscard]] experts::expert_source& experts() const noexcept { return *experts_; }
     [[nodiscard]] kv_cache& cache() const noexcept { return *cache_; }
     [[nodiscard]] forward_scratch& scratch() const noexcept { return *scratch_; }
 
     std::uint32_t n_tokens = 0;  ///< tokens in this batch
     std::uint32_t first_pos = 0; ///< cache position of the batch's first token
 
-    /// A MoE layer resumed after its experts were awaited: its attention and routing are done.
-    static constexpr std::uint32_t no_layer = ~std::uint32_t{0};
-    std::uint32_t resume_layer = no_layer;
-    /// Set by member 0 when the expert source could not serve the chosen experts at once.
-    bool experts_pending = false;
-    /// Selections in the MoE chunk being computed (set by member 0).
-    std::uint32_t chunk_size = 0;
-
 private:
     const model_hparams* hp_;
     const model_weights* weights_;
     runtime::compute_pool* pool_;
-    expert_source* experts_;
+    experts::expert_source* experts_;
     kv_cache* cache_;
     forward_scratch* scratch_;
 };
@@ -100,15 +137,16 @@ enum class logits_mode {
 class forward_runner {
 public:
     forward_runner(const architecture& arch, const model_hparams& hp, const model_weights& w,
-                   runtime::compute_pool& pool, expert_source& experts, std::uint32_t max_batch = 256);
+                   runtime::compute_pool& pool, experts::expert_source& experts, std::uint32_t max_batch = 256);
 
     /// Appends `tokens` to `cache` (in batches of max_batch), writing the logits `mode` asks for into
     /// `logits` (resized). Errors: a token id outside the vocabulary, no room left in the cache (nothing is
-    /// appended then), or an expert lookup failure.
+    /// appended then), or an expert read failure.
     boost::asio::awaitable<result<void>> forward(kv_cache& cache, std::span<const std::int32_t> tokens,
                                                  logits_mode mode, std::vector<float>& logits);
 
     [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
+    [[nodiscard]] const architecture& arch() const noexcept { return *arch_; }
 
 private:
     /// Rows of the batch whose logits a batch writes, and where.
@@ -125,7 +163,7 @@ private:
     const model_hparams* hp_;
     const model_weights* weights_;
     runtime::compute_pool* pool_;
-    expert_source* experts_;
+    experts::expert_source* experts_;
     forward_scratch scratch_;
 };
 

@@ -1,5 +1,7 @@
-// Per-sequence key/value cache, F16 by default (F32 on request): for every layer, keys and values of each
-// position.
+// Per-sequence cache of a model's layers: for each layer what its architecture keeps between forward passes.
+// An attention layer keeps the keys and values of every position (F16 by default, F32 on request), or only
+// the last `window` positions in a ring; a recurrent layer keeps a state block of floats; a layer may keep both
+// or neither. The architecture declares the layout (architecture::cache_layout).
 #pragma once
 
 #include "kernels/quant_type.hpp"
@@ -7,49 +9,80 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace sluice::models {
 
-/// Keys and values of one sequence. Layer l's keys are n_ctx rows of kv_dim elements (position-major), the
-/// values likewise with v_dim. `size()` positions are filled; a forward pass appends after them.
+/// What one layer keeps per sequence.
+struct layer_cache_spec {
+    std::uint32_t k_dim = 0;       ///< elements of one position's key row (0: no keys or values)
+    std::uint32_t v_dim = 0;       ///< elements of one position's value row (0: none, e.g. a latent kept in keys)
+    std::uint32_t window = 0;      ///< positions kept (0: the whole context); rows form a ring of `window`
+    std::uint64_t state_floats = 0; ///< a recurrent state block carried from position to position
+};
+
+/// The layout of a standard attention decoder: every layer keeps kv_dim keys and v_dim values per position.
+std::vector<layer_cache_spec> attention_cache_layout(const model_hparams& hp);
+
+/// Bytes a cache of `layout` with `n_ctx` positions holds for element type `type` (F16 or F32).
+std::uint64_t cache_bytes(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx, kernels::quant_type type);
+
+/// The cache of one sequence. `size()` positions are filled; a forward pass appends after them.
 /// Not thread-safe: one forward pass at a time per cache.
 class kv_cache {
 public:
     /// `type` is F16 (half the memory; what generation uses) or F32 (exact keys, for fidelity checks).
-    kv_cache(const model_hparams& hp, std::uint32_t n_ctx, kernels::quant_type type = kernels::quant_type::f16);
+    kv_cache(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx,
+             kernels::quant_type type = kernels::quant_type::f16);
 
     [[nodiscard]] std::uint32_t capacity() const noexcept { return n_ctx_; }
     [[nodiscard]] std::uint32_t size() const noexcept { return used_; }
     [[nodiscard]] kernels::quant_type type() const noexcept { return type_; }
-    /// Keeps the first `n` positions (n <= size()), e.g. to reuse a shared prompt prefix.
-    void truncate(std::uint32_t n) noexcept { used_ = n < used_ ? n : used_; }
+    [[nodiscard]] std::uint32_t layers() const noexcept { return static_cast<std::uint32_t>(layers_.size()); }
+    [[nodiscard]] const layer_cache_spec& spec(std::uint32_t layer) const noexcept { return layers_[layer].spec; }
+
+    /// Whether the cache can go back to its first `n` positions: always for n == size() or 0; otherwise only
+    /// when no layer keeps a window or a recurrent state (their past is gone).
+    [[nodiscard]] bool can_truncate(std::uint32_t n) const noexcept;
+    /// Keeps the first `n` positions (n <= size(), can_truncate(n)), e.g. to reuse a shared prompt prefix.
+    /// Truncating to 0 also clears every recurrent state.
+    void truncate(std::uint32_t n) noexcept;
     /// Marks `n` more positions filled (called by the forward pass after writing them).
     void advance(std::uint32_t n) noexcept { used_ += n; }
 
-    /// Layer `layer`'s keys; the row of position p starts p * k_row() elements in.
-    [[nodiscard]] std::byte* keys(std::uint32_t layer) noexcept { return k_.data() + layer * layer_k_ * elem_; }
-    [[nodiscard]] std::byte* values(std::uint32_t layer) noexcept { return v_.data() + layer * layer_v_ * elem_; }
-    /// Address of position `pos` in a layer's keys or values.
+    /// Layer `layer`'s key rows; row r (a position, or position % window) starts r * spec.k_dim elements in.
+    [[nodiscard]] std::byte* keys(std::uint32_t layer) noexcept { return data_.data() + layers_[layer].k_offset; }
+    [[nodiscard]] std::byte* values(std::uint32_t layer) noexcept { return data_.data() + layers_[layer].v_offset; }
+    /// Rows layer `layer` keeps (n_ctx, or its window).
+    [[nodiscard]] std::uint32_t rows(std::uint32_t layer) const noexcept { return layers_[layer].rows; }
+    /// Where position `pos` lives in a layer's keys or values (its ring row for a windowed layer).
     [[nodiscard]] std::byte* key_row(std::uint32_t layer, std::size_t pos) noexcept {
-        return keys(layer) + pos * k_dim_ * elem_;
+        return keys(layer) + (pos % layers_[layer].rows) * layers_[layer].spec.k_dim * elem_;
     }
     [[nodiscard]] std::byte* value_row(std::uint32_t layer, std::size_t pos) noexcept {
-        return values(layer) + pos * v_dim_ * elem_;
+        return values(layer) + (pos % layers_[layer].rows) * layers_[layer].spec.v_dim * elem_;
     }
-    [[nodiscard]] std::size_t k_row() const noexcept { return k_dim_; }
-    [[nodiscard]] std::size_t v_row() const noexcept { return v_dim_; }
+    /// Layer `layer`'s recurrent state (spec.state_floats floats; zero after construction and truncate(0)).
+    [[nodiscard]] float* state(std::uint32_t layer) noexcept { return states_.data() + layers_[layer].state_offset; }
     /// Bytes held.
-    [[nodiscard]] std::size_t bytes() const noexcept { return k_.size() + v_.size(); }
+    [[nodiscard]] std::size_t bytes() const noexcept { return data_.size() + states_.size() * sizeof(float); }
 
 private:
+    struct layer {
+        layer_cache_spec spec;
+        std::uint32_t rows = 0;
+        std::size_t k_offset = 0, v_offset = 0; ///< bytes into data_
+        std::size_t state_offset = 0;          ///< floats into states_
+    };
     std::uint32_t n_ctx_ = 0;
     std::uint32_t used_ = 0;
     kernels::quant_type type_;
     std::size_t elem_ = 2;
-    std::size_t k_dim_ = 0, v_dim_ = 0;
-    std::size_t layer_k_ = 0, layer_v_ = 0;
-    std::vector<std::byte> k_, v_;
+    bool past_is_lossy_ = false; ///< some layer keeps a window or a state
+    std::vector<layer> layers_;
+    std::vector<std::byte> data_;
+    std::vector<float> states_;
 };
 
 } // namespace sluice::models

@@ -1,7 +1,8 @@
-// The mixture-of-experts block: route, pin the chosen experts the expert source can serve now and ask it for the
-// rest (with a prediction of the next layer's choice, so their reads overlap this layer's compute), run the
-// pinned experts in chunks while the others are read, and leave the team job when some must be awaited; the
-// runner awaits them and resumes here. Combine once every chosen expert has run.
+// The mixture-of-experts block: route, fetch the chosen experts from the expert source (ready at once when in
+// memory, else as their reads end) and prefetch the next layer's predicted ones behind it, so their reads
+// overlap this layer's compute; run the ready experts in chunks while the others are read, and stall on the
+// fetch when only waiting ones are left: the runner awaits it and resumes here (moe_resume). Combine once every
+// chosen expert has run.
 #include "runtime/models/blocks.hpp"
 
 #include "kernels/ops.hpp"
@@ -19,18 +20,18 @@ using runtime::slice;
 
 namespace {
 
-// The distinct experts chosen (sorted, into s.unique_ids, all wanted), and each selection's token and row.
+// The distinct experts chosen (sorted, into moe.unique_ids), and each selection's token.
 void distinct_experts(forward_scratch& s, std::size_t n_tok, std::size_t k) {
-    s.unique_ids.assign(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(n_tok * k));
-    std::sort(s.unique_ids.begin(), s.unique_ids.end());
-    s.unique_ids.erase(std::unique(s.unique_ids.begin(), s.unique_ids.end()), s.unique_ids.end());
-    s.expert_states.assign(s.unique_ids.size(), expert_state::wanted);
-    for (std::size_t i = 0; i < s.unique_ids.size(); ++i) {
-        s.unique_index[static_cast<std::size_t>(s.unique_ids[i])] = static_cast<std::int32_t>(i);
+    auto& moe = s.moe;
+    moe.unique_ids.assign(s.ids.begin(), s.ids.begin() + static_cast<std::ptrdiff_t>(n_tok * k));
+    std::sort(moe.unique_ids.begin(), moe.unique_ids.end());
+    moe.unique_ids.erase(std::unique(moe.unique_ids.begin(), moe.unique_ids.end()), moe.unique_ids.end());
+    for (std::size_t i = 0; i < moe.unique_ids.size(); ++i) {
+        moe.unique_index[static_cast<std::size_t>(moe.unique_ids[i])] = static_cast<std::int32_t>(i);
+        moe.in_chunk[i] = 0;
     }
     for (std::size_t sel = 0; sel < n_tok * k; ++sel) {
         s.sel_token[sel] = static_cast<std::int32_t>(sel / k);
-        s.sel_row[sel] = static_cast<std::int32_t>(sel);
     }
 }
 
@@ -79,7 +80,7 @@ void predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
         }
         return;
     }
-    const auto in = plan_input(s, 6, {ctx.layer(next).router.type}, hp.n_embd, ctx.n_tokens);
+    const auto in = plan_input(s.prediction_in, {ctx.layer(next).router.type}, hp.n_embd, ctx.n_tokens);
     choose_experts(ctx, next, in, {s.pred_xn.data(), s.pred_router.data(), s.pred_ids.data(), s.pred_weights.data()},
                    m);
     if (m.index == 0) {
@@ -90,8 +91,9 @@ void predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
     }
 }
 
-// The choice of every token, the next layer's prediction, then (member 0) pin what is usable and request the
-// rest.
+// The choice of every token and the next layer's prediction; then member 0 fetches the chosen experts and
+// replaces the prediction of this layer (now chosen, or not) with that of the next: the next layer's reads
+// queue behind this layer's.
 void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
     const auto& hp = ctx.hparams();
     auto& s = ctx.scratch();
@@ -100,9 +102,10 @@ void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& i
     if (m.index == 0) {
         distinct_experts(s, ctx.n_tokens, hp.n_expert_used);
         auto& src = ctx.experts();
-        const std::size_t pinned = src.try_pin(il, s.unique_ids, s.expert_states, s.experts);
-        if (pinned < s.unique_ids.size() || !s.pred_unique.empty()) {
-            src.request(il, s.unique_ids, s.expert_states, il + 1, s.pred_unique);
+        src.fetch(s.moe.fetch, il, s.moe.unique_ids);
+        src.release_all(s.moe.prediction);
+        if (!s.pred_unique.empty()) {
+            src.prefetch(s.moe.prediction, il + 1, s.pred_unique);
         }
     }
     m.sync();
@@ -115,7 +118,7 @@ void shared_expert(layer_context& ctx, std::uint32_t il, const detail::prepared_
     auto& s = ctx.scratch();
     const std::size_t n_tok = ctx.n_tokens;
     const std::size_t w = hp.n_ff_shexp;
-    const auto hidden_in = plan_input(s, 5, {l.shexp_down.type}, w, n_tok);
+    const auto hidden_in = plan_input(s.shared_in, {l.shexp_down.type}, w, n_tok);
     matmul_share(l.shexp_gate, in, n_tok, s.sh_gate.data(), w, m.index, m.count);
     matmul_share(l.shexp_up, in, n_tok, s.sh_up.data(), w, m.index, m.count);
     m.sync();
@@ -130,31 +133,58 @@ void shared_expert(layer_context& ctx, std::uint32_t il, const detail::prepared_
     m.sync();
 }
 
-// Member 0: the selections whose expert is pinned, in selection order, into the chunk arrays.
+// Member 0: the selections whose expert is ready and not computed yet, in selection order, into the chunk
+// arrays, with their experts' part pointers; whether chosen experts are still being read.
 void build_chunk(layer_context& ctx) {
     auto& s = ctx.scratch();
+    auto& moe = s.moe;
+    const auto& batch = moe.fetch;
+    bool waiting = false;
+    for (std::size_t u = 0; u < batch.size(); ++u) {
+        const auto st = batch.state(u);
+        moe.in_chunk[u] = st == experts::entry_state::ready;
+        waiting = waiting || st == experts::entry_state::waiting || st == experts::entry_state::failed;
+        if (moe.in_chunk[u]) {
+            const auto e = static_cast<std::size_t>(batch.expert(u));
+            for (std::size_t p = 0; p < experts::max_expert_parts; ++p) {
+                moe.parts[p][e] = batch.part(u, static_cast<experts::expert_part>(p));
+            }
+        }
+    }
     const std::size_t n_sel = std::size_t{ctx.n_tokens} * ctx.hparams().n_expert_used;
     std::uint32_t n = 0;
     for (std::size_t sel = 0; sel < n_sel; ++sel) {
-        const auto u = static_cast<std::size_t>(s.unique_index[static_cast<std::size_t>(s.ids[sel])]);
-        if (s.expert_states[u] == expert_state::pinned) {
-            s.chunk_expert[n] = s.ids[sel];
-            s.chunk_token[n] = s.sel_token[sel];
-            s.chunk_row[n] = static_cast<std::int32_t>(sel);
+        const auto u = static_cast<std::size_t>(moe.unique_index[static_cast<std::size_t>(s.ids[sel])]);
+        if (moe.in_chunk[u]) {
+            moe.chunk_expert[n] = s.ids[sel];
+            moe.chunk_token[n] = s.sel_token[sel];
+            moe.chunk_row[n] = static_cast<std::int32_t>(sel);
             ++n;
         }
     }
-    ctx.chunk_size = n;
+    moe.chunk_size = n;
+    moe.waiting = waiting;
+}
+
+// Member 0: hands the chunk's experts back to the source.
+void release_chunk(layer_context& ctx) {
+    auto& moe = ctx.scratch().moe;
+    for (std::size_t u = 0; u < moe.fetch.size(); ++u) {
+        if (moe.in_chunk[u]) {
+            ctx.experts().release(moe.fetch, u);
+            moe.in_chunk[u] = 0;
+        }
+    }
 }
 
 // Member t's share of matmul_experts over the chunk's selections.
 void experts_share(const weight_view& w, const std::vector<const void*>& ptrs, const std::byte* act,
-                   const std::int32_t* chunk_token, const forward_scratch& s, std::size_t n_chunk, float* y,
-                   std::size_t t, std::size_t n) {
+                   const std::int32_t* chunk_token, const forward_scratch::moe_step& moe, std::size_t n_chunk,
+                   float* y, std::size_t t, std::size_t n) {
     const slice rows(w.rows, t, n);
     if (rows.size()) {
         kernels::matmul_experts(w.type, ptrs.data(), w.row_bytes, rows.begin, rows.end, w.cols, act,
-                                s.chunk_expert.data(), chunk_token, n_chunk, y, w.rows, s.chunk_row.data());
+                                moe.chunk_expert.data(), chunk_token, n_chunk, y, w.rows, moe.chunk_row.data());
     }
 }
 
@@ -163,26 +193,31 @@ void run_chunk(layer_context& ctx, std::uint32_t il, const detail::prepared_inpu
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
-    const std::size_t n_chunk = ctx.chunk_size;
+    auto& moe = s.moe;
+    const std::size_t n_chunk = moe.chunk_size;
     const std::size_t n_sel = std::size_t{ctx.n_tokens} * hp.n_expert_used;
     const std::size_t ff = hp.n_ff_exp;
     const std::size_t t = m.index, n = m.count;
-    const auto hidden_in = plan_input(s, 4, {l.down_exps.type}, ff, n_sel);
-    experts_share(l.gate_exps, s.experts.gate, in.get(l.gate_exps.type), s.chunk_token.data(), s, n_chunk,
+    const auto& parts = moe.parts;
+    constexpr auto gate = static_cast<std::size_t>(experts::expert_part::gate);
+    constexpr auto up = static_cast<std::size_t>(experts::expert_part::up);
+    constexpr auto down = static_cast<std::size_t>(experts::expert_part::down);
+    const auto hidden_in = plan_input(s.wide_in, {l.down_exps.type}, ff, n_sel);
+    experts_share(l.gate_exps, parts[gate], in.get(l.gate_exps.type), moe.chunk_token.data(), moe, n_chunk,
                   s.gate.data(), t, n);
-    experts_share(l.up_exps, s.experts.up, in.get(l.up_exps.type), s.chunk_token.data(), s, n_chunk, s.up.data(), t,
-                  n);
+    experts_share(l.up_exps, parts[up], in.get(l.up_exps.type), moe.chunk_token.data(), moe, n_chunk, s.up.data(),
+                  t, n);
     m.sync();
     const slice part(n_chunk, t, n);
     for (std::size_t c = part.begin; c < part.end; ++c) {
-        const auto row = static_cast<std::size_t>(s.chunk_row[c]);
+        const auto row = static_cast<std::size_t>(moe.chunk_row[c]);
         float* g = s.gate.data() + row * ff;
         kernels::swiglu(g, s.up.data() + row * ff, g, ff);
         prepare_rows(hidden_in, s.gate.data(), slice(n_sel, row, n_sel)); // exactly row `row`
     }
     m.sync();
     // The down projection reads each selection's own hidden row.
-    experts_share(l.down_exps, s.experts.down, hidden_in.get(l.down_exps.type), s.chunk_row.data(), s, n_chunk,
+    experts_share(l.down_exps, parts[down], hidden_in.get(l.down_exps.type), moe.chunk_row.data(), moe, n_chunk,
                   s.moe_out.data(), t, n);
     m.sync();
 }
@@ -219,50 +254,57 @@ void combine(layer_context& ctx, std::uint32_t il, const team_member& m) {
 
 } // namespace
 
-bool moe_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
+namespace {
+
+// The block's input, prepared for the router, the experts' gate/up and the shared expert (the same buffers on
+// every call for a layer, so a resumed layer finds what route() prepared).
+detail::prepared_input block_input(layer_context& ctx, std::uint32_t il) {
     const auto& hp = ctx.hparams();
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
-    const auto in = hp.shared_expert
-                        ? plan_input(s, 0, {l.router.type, l.gate_exps.type, l.up_exps.type, l.shexp_gate.type},
-                                     hp.n_embd, ctx.n_tokens)
-                        : plan_input(s, 0, {l.router.type, l.gate_exps.type, l.up_exps.type}, hp.n_embd, ctx.n_tokens);
-    if (ctx.resume_layer != il) {
-        route(ctx, il, in, m);
-        if (hp.shared_expert) {
-            shared_expert(ctx, il, in, m);
-        }
-    }
-    // Chunks of pinned experts until none is left; experts arriving meanwhile join the next chunk.
+    return hp.shared_expert
+               ? plan_input(s.block_in, {l.router.type, l.gate_exps.type, l.up_exps.type, l.shexp_gate.type},
+                            hp.n_embd, ctx.n_tokens)
+               : plan_input(s.block_in, {l.router.type, l.gate_exps.type, l.up_exps.type}, hp.n_embd, ctx.n_tokens);
+}
+
+// Chunks of ready experts until none is left; experts arriving meanwhile join the next chunk. A stall when
+// chosen experts are still being read, else the combined output.
+layer_status run_experts(layer_context& ctx, std::uint32_t il, const team_member& m) {
+    auto& moe = ctx.scratch().moe;
+    const auto in = block_input(ctx, il);
     while (true) {
         if (m.index == 0) {
             build_chunk(ctx);
         }
         m.sync();
-        if (ctx.chunk_size == 0) {
+        if (moe.chunk_size == 0) {
             break;
         }
         run_chunk(ctx, il, in, m);
         if (m.index == 0) {
-            ctx.experts().release(il, s.unique_ids, s.expert_states);
-            ctx.experts().try_pin(il, s.unique_ids, s.expert_states, s.experts);
+            release_chunk(ctx);
         }
     }
-    if (m.index == 0) {
-        ctx.experts_pending = std::any_of(s.expert_states.begin(), s.expert_states.end(),
-                                          [](expert_state st) { return st == expert_state::wanted; });
-    }
-    m.sync();
-    if (ctx.experts_pending) {
-        return false;
+    if (moe.waiting) {
+        return layer_status::stalled({il, &moe.fetch, &moe_resume});
     }
     combine(ctx, il, m);
     m.sync();
-    if (m.index == 0) {
-        ctx.resume_layer = layer_context::no_layer;
-    }
-    m.sync();
-    return true;
+    return layer_status::finished();
 }
+
+} // namespace
+
+layer_status moe_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
+    const auto in = block_input(ctx, il);
+    route(ctx, il, in, m);
+    if (ctx.hparams().shared_expert) {
+        shared_expert(ctx, il, in, m);
+    }
+    return run_experts(ctx, il, m);
+}
+
+layer_status moe_resume(layer_context& ctx, std::uint32_t il, const team_member& m) { return run_experts(ctx, il, m); }
 
 } // namespace sluice::models

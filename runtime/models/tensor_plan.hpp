@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/models/hparams.hpp"
+#include "runtime/models/tensor_names.hpp"
 
 #include <cstdint>
 #include <string>
@@ -26,9 +27,6 @@ struct tensor_spec {
     tensor_role role = tensor_role::matrix;
     bool optional = false; ///< may be absent (output.weight of tied embeddings)
 };
-
-/// "blk.<layer>.<base>.weight" (or ".bias").
-std::string layer_tensor_name(std::uint32_t layer, std::string_view base, std::string_view suffix = "weight");
 
 /// Standard pieces architectures assemble their tables from.
 void add_global_tensors(const model_hparams& hp, std::vector<tensor_spec>& out);

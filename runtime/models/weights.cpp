@@ -3,6 +3,7 @@
 #include "runtime/models/weights.hpp"
 
 #include "kernels/quant.hpp"
+#include "runtime/models/tensor_names.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,6 +13,41 @@
 namespace sluice::models {
 
 namespace {
+
+/// Which view of layer_weights holds each layer tensor.
+struct layer_field {
+    tensor_kind kind;
+    tensor_suffix suffix;
+    weight_view layer_weights::*member;
+};
+
+constexpr layer_field layer_fields[] = {
+    {tensor_kind::attn_norm, tensor_suffix::weight, &layer_weights::attn_norm},
+    {tensor_kind::attn_q, tensor_suffix::weight, &layer_weights::wq},
+    {tensor_kind::attn_k, tensor_suffix::weight, &layer_weights::wk},
+    {tensor_kind::attn_v, tensor_suffix::weight, &layer_weights::wv},
+    {tensor_kind::attn_output, tensor_suffix::weight, &layer_weights::wo},
+    {tensor_kind::attn_q, tensor_suffix::bias, &layer_weights::bq},
+    {tensor_kind::attn_k, tensor_suffix::bias, &layer_weights::bk},
+    {tensor_kind::attn_v, tensor_suffix::bias, &layer_weights::bv},
+    {tensor_kind::attn_q_norm, tensor_suffix::weight, &layer_weights::q_norm},
+    {tensor_kind::attn_k_norm, tensor_suffix::weight, &layer_weights::k_norm},
+    {tensor_kind::ffn_norm, tensor_suffix::weight, &layer_weights::ffn_norm},
+    {tensor_kind::ffn_gate, tensor_suffix::weight, &layer_weights::ffn_gate},
+    {tensor_kind::ffn_up, tensor_suffix::weight, &layer_weights::ffn_up},
+    {tensor_kind::ffn_down, tensor_suffix::weight, &layer_weights::ffn_down},
+    {tensor_kind::ffn_gate_inp, tensor_suffix::weight, &layer_weights::router},
+    {tensor_kind::ffn_gate_exps, tensor_suffix::weight, &layer_weights::gate_exps},
+    {tensor_kind::ffn_up_exps, tensor_suffix::weight, &layer_weights::up_exps},
+    {tensor_kind::ffn_down_exps, tensor_suffix::weight, &layer_weights::down_exps},
+    {tensor_kind::ffn_gate_exps, tensor_suffix::bias, &layer_weights::gate_exps_bias},
+    {tensor_kind::ffn_up_exps, tensor_suffix::bias, &layer_weights::up_exps_bias},
+    {tensor_kind::ffn_down_exps, tensor_suffix::bias, &layer_weights::down_exps_bias},
+    {tensor_kind::ffn_gate_inp_shexp, tensor_suffix::weight, &layer_weights::shexp_gate_inp},
+    {tensor_kind::ffn_gate_shexp, tensor_suffix::weight, &layer_weights::shexp_gate},
+    {tensor_kind::ffn_up_shexp, tensor_suffix::weight, &layer_weights::shexp_up},
+    {tensor_kind::ffn_down_shexp, tensor_suffix::weight, &layer_weights::shexp_down},
+};
 
 constexpr std::uint64_t chunk_bytes = std::uint64_t{16} << 20; // one read
 constexpr std::size_t reads_per_batch = 32;                    // 512 MiB submitted at once
@@ -187,43 +223,23 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
         v.cols = t->ne[0];
         v.rows = t->ne[1];
         v.row_bytes = t->row_bytes();
-        v.n_expert = t->n_dims == 3 ? t->ne[2] : 0;
+        if (t->is_expert() && t->n_dims >= 2) {
+            v.n_expert = t->ne[t->n_dims - 1];
+            v.expert_stride = t->n_dims == 3 ? t->ne[1] * v.row_bytes : v.row_bytes;
+        }
         return v;
     };
-    w.token_embd = view("token_embd.weight");
-    w.output_norm = view("output_norm.weight");
-    w.output = view("output.weight");
+    w.token_embd = view(tensor_name(tensor_kind::token_embd));
+    w.output_norm = view(tensor_name(tensor_kind::output_norm));
+    w.output = view(tensor_name(tensor_kind::output));
     if (!w.output) {
         w.output = w.token_embd;
     }
     w.layers.resize(hp.n_layer);
     for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
-        auto& l = w.layers[il];
-        auto lv = [&](std::string_view base_name, std::string_view suffix = "weight") {
-            return view(layer_tensor_name(il, base_name, suffix));
-        };
-        l.attn_norm = lv("attn_norm");
-        l.wq = lv("attn_q");
-        l.wk = lv("attn_k");
-        l.wv = lv("attn_v");
-        l.wo = lv("attn_output");
-        l.bq = lv("attn_q", "bias");
-        l.bk = lv("attn_k", "bias");
-        l.bv = lv("attn_v", "bias");
-        l.q_norm = lv("attn_q_norm");
-        l.k_norm = lv("attn_k_norm");
-        l.ffn_norm = lv("ffn_norm");
-        l.ffn_gate = lv("ffn_gate");
-        l.ffn_up = lv("ffn_up");
-        l.ffn_down = lv("ffn_down");
-        l.router = lv("ffn_gate_inp");
-        l.gate_exps = lv("ffn_gate_exps");
-        l.up_exps = lv("ffn_up_exps");
-        l.down_exps = lv("ffn_down_exps");
-        l.shexp_gate_inp = lv("ffn_gate_inp_shexp");
-        l.shexp_gate = lv("ffn_gate_shexp");
-        l.shexp_up = lv("ffn_up_shexp");
-        l.shexp_down = lv("ffn_down_shexp");
+        for (const auto& f : layer_fields) {
+            w.layers[il].*f.member = view(tensor_name(f.kind, il, f.suffix));
+        }
     }
     co_return w;
 }

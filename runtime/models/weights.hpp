@@ -7,6 +7,7 @@
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/hparams.hpp"
+#include "runtime/models/tensor_names.hpp"
 #include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -25,11 +26,10 @@ struct weight_view {
     std::uint64_t cols = 0;      ///< ne[0]
     std::uint64_t rows = 0;      ///< ne[1]
     std::uint64_t row_bytes = 0; ///< bytes of one row
-    std::uint64_t n_expert = 0;  ///< ne[2] of expert tensors, else 0
+    std::uint64_t n_expert = 0;  ///< experts stacked in a routed-expert tensor (its last dimension), else 0
+    std::uint64_t expert_stride = 0; ///< bytes of one expert's slab (rows * row_bytes; row_bytes for a bias)
 
     explicit operator bool() const noexcept { return cols != 0; }
-    /// Bytes of one expert's matrix (rows * row_bytes).
-    [[nodiscard]] std::uint64_t expert_bytes() const noexcept { return rows * row_bytes; }
     /// F32 contents of a vector or router tensor (the loader checked the type).
     [[nodiscard]] const float* f32() const noexcept { return reinterpret_cast<const float*>(data); }
 };
@@ -39,6 +39,7 @@ struct layer_weights {
     weight_view attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm;
     weight_view ffn_gate, ffn_up, ffn_down;                       ///< dense FFN
     weight_view router, gate_exps, up_exps, down_exps;            ///< routed experts (3-D)
+    weight_view gate_exps_bias, up_exps_bias, down_exps_bias;     ///< their per-expert biases (2-D), if any
     weight_view shexp_gate_inp, shexp_gate, shexp_up, shexp_down; ///< shared expert
 };
 

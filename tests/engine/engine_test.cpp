@@ -101,27 +101,32 @@ INSTANTIATE_TEST_SUITE_P(
                       arch_case{"olmoe", quant_type::q5_k}),
     [](const auto& info) { return info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name); });
 
-// An expert source that never serves synchronously and completes lookups later on the io_context, as a
-// disk-backed cache would: every MoE layer sends the forward pass back to the coroutine and resumes.
-class deferred_experts final : public models::expert_source {
+// An expert source whose experts are never in memory when fetched: each becomes ready later, on the io_context,
+// as a disk-backed cache's would, so every MoE layer stalls, the runner awaits the fetch and the layer resumes.
+class deferred_experts final : public experts::expert_source {
 public:
     explicit deferred_experts(const models::model_weights& w) : inner_(w) {}
-    std::size_t try_pin(std::uint32_t, std::span<const std::int32_t>, std::span<models::expert_state>,
-                        models::expert_handles&) override {
-        return 0;
+    void fetch(experts::expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids) override {
+        inner_.fetch(batch, layer, ids); // the pointers, published ready: held back until later
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            batch.publish(i, experts::entry_state::waiting);
+        }
+        ++deferred;
+        boost::asio::post(executor_, [&batch] {
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (batch.state(i) == experts::entry_state::waiting) {
+                    batch.publish(i, experts::entry_state::ready);
+                }
+            }
+            batch.notify();
+        });
     }
-    boost::asio::awaitable<result<void>> acquire(std::uint32_t layer, std::span<const std::int32_t> ids,
-                                                 std::span<models::expert_state> state,
-                                                 models::expert_handles& out) override {
-        ++acquired;
-        auto executor = co_await boost::asio::this_coro::executor;
-        co_await boost::asio::post(executor, boost::asio::use_awaitable);
-        co_return co_await inner_.acquire(layer, ids, state, out);
-    }
-    int acquired = 0;
+    void attach(const boost::asio::any_io_executor& executor) override { executor_ = executor; }
+    int deferred = 0;
 
 private:
-    models::resident_experts inner_;
+    experts::resident_experts inner_;
+    boost::asio::any_io_executor executor_;
 };
 
 TEST_P(every_arch, awaited_expert_lookups_give_the_same_logits) {
@@ -130,12 +135,12 @@ TEST_P(every_arch, awaited_expert_lookups_give_the_same_logits) {
     const auto expected = evaluate(m, tokens, false);
     deferred_experts slow(m->weights());
     models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), slow, 16);
-    models::kv_cache cache(m->hparams(), 64);
+    models::kv_cache cache(models::cache_layout_of(m->arch(), m->hparams()), 64);
     std::vector<float> logits;
     auto r = run_sync<result<void>>([&] { return runner.forward(cache, tokens, models::logits_mode::all, logits); });
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(logits, expected);
-    EXPECT_EQ(slow.acquired, m->hparams().is_moe() ? 2 * 2 : 0); // two batches of two MoE layers
+    EXPECT_EQ(slow.deferred, m->hparams().is_moe() ? 2 * 2 : 0); // two batches of two MoE layers
 }
 
 // Generation helpers -------------------------------------------------------------------------------------

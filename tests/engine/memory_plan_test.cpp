@@ -27,7 +27,7 @@ constexpr std::uint64_t gi = mi * ki;
 struct opened_model {
     gguf::model_files files;
     models::model_hparams hp;
-    models::expert_layout layout;
+    experts::expert_layout layout;
 };
 
 opened_model open_model(const std::string& arch, quant_type type = quant_type::q8_0) {
@@ -39,7 +39,7 @@ opened_model open_model(const std::string& arch, quant_type type = quant_type::q
     if (hp->n_vocab == 0) {
         hp->n_vocab = static_cast<std::uint32_t>(files->find_tensor("token_embd.weight")->ne[1]);
     }
-    auto layout = models::make_expert_layout(*files, *hp);
+    auto layout = experts::make_expert_layout(*files, *hp);
     EXPECT_TRUE(layout) << layout.error().message;
     return {std::move(*files), std::move(*hp), std::move(*layout)};
 }
@@ -160,14 +160,16 @@ std::uint64_t scratch_bytes(const models::model_hparams& hp, const models::model
     s.size_for(hp, w);
     std::uint64_t bytes = 0;
     for (const auto* v : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.attn, &s.tmp, &s.gate, &s.up, &s.moe_out, &s.sh_gate,
-                          &s.sh_up, &s.router, &s.weights, &s.shexp_gate}) {
+                          &s.sh_up, &s.router, &s.weights}) {
         bytes += v->size() * sizeof(float);
     }
-    for (const auto* v : {&s.ids, &s.sel_token, &s.sel_row}) {
+    for (const auto* v : {&s.ids, &s.sel_token}) {
         bytes += v->size() * sizeof(std::int32_t);
     }
-    for (const auto& a : s.act) {
-        bytes += a.size();
+    for (const auto* slots : {&s.block_in, &s.wide_in, &s.shared_in, &s.prediction_in}) {
+        for (const auto& a : slots->by_type) {
+            bytes += a.size();
+        }
     }
     return bytes;
 }
@@ -179,7 +181,8 @@ TEST(plan_memory, matches_what_a_loaded_model_allocates) {
         const auto loaded = test::load_model(tiny_model(arch, quant_type::q8_0), 64, 256, 2);
         auto p = plan_memory(m.files, m.hp, m.layout, inputs(64 * gi, 256, 1));
         ASSERT_TRUE(p) << p.error().message;
-        EXPECT_EQ(p->kv_bytes, models::kv_cache(loaded->hparams(), 256).bytes());
+        EXPECT_EQ(p->kv_bytes,
+                  models::kv_cache(models::cache_layout_of(loaded->arch(), loaded->hparams()), 256).bytes());
         const auto scratch = scratch_bytes(loaded->hparams(), loaded->weights(), 64);
         EXPECT_GE(p->compute_bytes, 64 * mi + scratch + loaded->hparams().n_vocab * sizeof(float));
         EXPECT_LE(p->compute_bytes, 64 * mi + 2 * scratch + 64 * 1024 * loaded->hparams().n_vocab / 256);

@@ -2,7 +2,7 @@
 // smallest (greedy, sampled, batched and token by token, with and without prefetch), counters that move only
 // when experts stream, shared in-flight reads, and read failures that fail a request but not the engine.
 #include "runtime/engine/session.hpp"
-#include "runtime/models/expert_cache.hpp"
+#include "runtime/experts/expert_cache.hpp"
 #include "runtime/models/forward.hpp"
 #include "tests/cli/scratch.hpp"
 #include "tests/engine/tiny_model.hpp"
@@ -51,7 +51,7 @@ std::uint64_t budget_for_slots(const std::filesystem::path& path, std::uint64_t 
     }
     const models::architecture* arch = nullptr;
     auto hp = models::load_hparams(files->kv(), arch);
-    auto layout = models::make_expert_layout(*files, *hp);
+    auto layout = experts::make_expert_layout(*files, *hp);
     plan_inputs in;
     in.budget = std::uint64_t{1} << 40;
     in.n_ctx = o.n_ctx;
@@ -71,7 +71,7 @@ std::shared_ptr<model> load(const std::filesystem::path& path, model_options o) 
 }
 
 std::shared_ptr<model> load_streaming(const std::filesystem::path& path, std::uint64_t slots, std::uint32_t n_batch,
-                                      bool prefetch = true, models::cache_policy policy = models::cache_policy::lru) {
+                                      bool prefetch = true, experts::cache_policy policy = experts::cache_policy::lru) {
     auto o = base_options(n_batch);
     o.memory_budget = budget_for_slots(path, slots, o);
     o.prefetch = prefetch;
@@ -184,16 +184,16 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
         }
     }
     // The frequency policy evicts other experts, with the same output.
-    const auto lfu = load_streaming(path, std::uint64_t{2} * hp.n_expert_used + 1, 16, true, models::cache_policy::lfu);
+    const auto lfu = load_streaming(path, std::uint64_t{2} * hp.n_expert_used + 1, 16, true, experts::cache_policy::lfu);
     EXPECT_EQ(*evaluate(lfu, tokens, false), *expected_batched);
     EXPECT_EQ(generate(lfu, 7, 1.0f).tokens, sampled.tokens);
     EXPECT_GT(lfu->expert_counters().evictions, 0u);
 }
 
 TEST(streaming, cache_policy_names) {
-    EXPECT_EQ(*models::parse_cache_policy("lru"), models::cache_policy::lru);
-    EXPECT_EQ(*models::parse_cache_policy("lfu"), models::cache_policy::lfu);
-    const auto bad = models::parse_cache_policy("fifo");
+    EXPECT_EQ(*experts::parse_cache_policy("lru"), experts::cache_policy::lru);
+    EXPECT_EQ(*experts::parse_cache_policy("lfu"), experts::cache_policy::lfu);
+    const auto bad = experts::parse_cache_policy("fifo");
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().message.find("fifo"), std::string::npos);
 }
@@ -293,17 +293,18 @@ TEST(streaming, concurrent_passes_share_reads_in_flight) {
     const auto resident = load(path, base_options(8));
     auto files = gguf::model_files::open(path);
     ASSERT_TRUE(files);
-    auto layout = models::make_expert_layout(*files, resident->hparams());
+    auto layout = experts::make_expert_layout(*files, resident->hparams());
     ASSERT_TRUE(layout);
-    models::expert_cache_options co;
+    experts::expert_cache_options co;
     co.slots = layout->total_count;
     co.prefetch = false;
-    auto cache = models::expert_cache::create(*files, *layout, co);
+    auto cache = experts::expert_cache::create(*files, *layout, co);
     ASSERT_TRUE(cache);
     auto& m = *resident;
     models::forward_runner a(m.arch(), m.hparams(), m.weights(), m.pool(), **cache, 8);
     models::forward_runner b(m.arch(), m.hparams(), m.weights(), m.pool(), **cache, 8);
-    models::kv_cache ca(m.hparams(), 64), cb(m.hparams(), 64);
+    const auto layout_of = models::cache_layout_of(m.arch(), m.hparams());
+    models::kv_cache ca(layout_of, 64), cb(layout_of, 64);
     const auto tokens = random_tokens(16, 9);
     std::vector<float> la, lb;
     boost::asio::io_context io;

@@ -1,0 +1,69 @@
+// Which expert an expert cache evicts: a small interface fed with the router's choices and the slots that can
+// be evicted, and `simulate`, which runs a policy over an access trace without a model, so policies can be
+// compared on recorded routing alone.
+#pragma once
+
+#include "sluice/error.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace sluice::experts {
+
+/// The replacement policies Sluice has.
+enum class cache_policy {
+    lru, ///< least recently used
+    lfu, ///< least often chosen by the router (counts halved as they grow, so old habits fade), then LRU
+};
+
+/// Parses "lru" or "lfu".
+result<cache_policy> parse_cache_policy(std::string_view name);
+/// "lru" or "lfu".
+std::string_view to_string(cache_policy p) noexcept;
+
+/// A replacement policy over a fixed number of slots. A slot is evictable from `on_evictable` until `on_pinned`
+/// or until `evict` picks it. Not thread-safe: the cache calls it under its lock.
+class replacement_policy {
+public:
+    virtual ~replacement_policy() = default;
+    /// The router chose `expert` of `layer` (once per forward step and expert, hit or miss).
+    virtual void on_access(std::uint32_t layer, std::int32_t expert) = 0;
+    /// `slot` holds `expert` of `layer` and nobody uses it: it may be evicted. `prefetched`: it was read ahead
+    /// and nobody chose it yet.
+    virtual void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t expert, bool prefetched) = 0;
+    /// `slot` is in use again (it must have been evictable).
+    virtual void on_pinned(std::uint32_t slot) = 0;
+    /// Picks an evictable slot, which stops being evictable; nullopt when none is.
+    virtual std::optional<std::uint32_t> evict() = 0;
+};
+
+/// A policy of kind `p` for `slots` slots over `layers` layers of at most `max_experts` experts.
+std::unique_ptr<replacement_policy> make_policy(cache_policy p, std::uint32_t slots, std::uint32_t layers,
+                                                std::uint32_t max_experts);
+
+/// One router choice of a trace.
+struct expert_access {
+    std::uint32_t layer = 0;
+    std::int32_t expert = 0;
+};
+
+/// What a policy did over a trace.
+struct simulation {
+    std::uint64_t hits = 0;
+    std::uint64_t misses = 0;
+    std::vector<expert_access> victims; ///< evicted experts, in order
+    [[nodiscard]] double hit_rate() const noexcept {
+        return hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+    }
+};
+
+/// Runs `policy` as the cache of `slots` slots over `trace` (each access is used and released before the next):
+/// the hits, misses and victims a cache with that policy would have.
+simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts,
+                    std::span<const expert_access> trace);
+
+} // namespace sluice::experts

@@ -1,0 +1,206 @@
+// The expert core on its own: replacement policies on access traces (no model), and the expert cache's handles
+// on a real generated file read through io_uring: hits ready at once, misses arriving on the io_context, reads
+// shared between a fetch and a prediction, entries waiting for a slot when every slot is held, and read failures
+// reported on the batch.
+#include "runtime/experts/expert_cache.hpp"
+#include "runtime/experts/replacement_policy.hpp"
+#include "tests/cli/scratch.hpp"
+#include "tests/engine/tiny_model.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+using experts::cache_policy;
+using experts::entry_state;
+using experts::expert_access;
+using kernels::quant_type;
+
+std::vector<expert_access> trace_of(std::initializer_list<int> experts) {
+    std::vector<expert_access> t;
+    for (const int e : experts) {
+        t.push_back({0, e});
+    }
+    return t;
+}
+
+TEST(replacement_policy, lru_evicts_the_least_recently_used) {
+    auto p = experts::make_policy(cache_policy::lru, 2, 1, 8);
+    const auto t = trace_of({1, 2, 1, 3, 2, 1});
+    const auto r = experts::simulate(*p, 2, 1, 8, t);
+    // 1 2 miss; 1 hit; 3 evicts 2; 2 evicts 1; 1 evicts 3.
+    EXPECT_EQ(r.hits, 1u);
+    EXPECT_EQ(r.misses, 5u);
+    ASSERT_EQ(r.victims.size(), 3u);
+    EXPECT_EQ(r.victims[0].expert, 2);
+    EXPECT_EQ(r.victims[1].expert, 1);
+    EXPECT_EQ(r.victims[2].expert, 3);
+}
+
+TEST(replacement_policy, lfu_keeps_the_often_chosen_expert_that_lru_would_evict) {
+    const auto t = trace_of({1, 1, 1, 2, 3, 1, 4, 1});
+    auto lru = experts::make_policy(cache_policy::lru, 2, 1, 8);
+    auto lfu = experts::make_policy(cache_policy::lfu, 2, 1, 8);
+    const auto a = experts::simulate(*lru, 2, 1, 8, t);
+    const auto b = experts::simulate(*lfu, 2, 1, 8, t);
+    // LRU: 1 1 1 (2 hits) 2 3(evicts 1) 1(evicts 2) 4(evicts 3) 1 hit -> 3 hits. LFU keeps 1 throughout: 4 hits.
+    EXPECT_EQ(a.hits, 3u);
+    EXPECT_EQ(b.hits, 4u);
+    for (const auto& v : b.victims) {
+        EXPECT_NE(v.expert, 1) << "LFU evicted the expert chosen most often";
+    }
+}
+
+TEST(replacement_policy, a_trace_that_fits_never_evicts) {
+    auto p = experts::make_policy(cache_policy::lru, 4, 2, 4);
+    std::vector<expert_access> t;
+    for (int round = 0; round < 5; ++round) {
+        t.push_back({0, 1});
+        t.push_back({1, 3});
+    }
+    const auto r = experts::simulate(*p, 4, 2, 4, t);
+    EXPECT_EQ(r.misses, 2u);
+    EXPECT_EQ(r.hits, 8u);
+    EXPECT_TRUE(r.victims.empty());
+}
+
+TEST(replacement_policy, unknown_names_are_refused_by_name) {
+    EXPECT_EQ(*experts::parse_cache_policy("lfu"), cache_policy::lfu);
+    const auto bad = experts::parse_cache_policy("fifo");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("fifo"), std::string::npos);
+}
+
+// A cache over the tiny qwen3moe file with `slots` slots, driven on one io_context.
+struct cache_fixture {
+    explicit cache_fixture(const std::filesystem::path& path, std::uint64_t slots) {
+        auto f = gguf::model_files::open(path);
+        if (!f) {
+            throw std::runtime_error(f.error().message);
+        }
+        files.emplace(std::move(*f));
+        const models::architecture* arch = nullptr;
+        hp = *models::load_hparams(files->kv(), arch);
+        auto layout = experts::make_expert_layout(*files, hp);
+        experts::expert_cache_options o;
+        o.slots = slots;
+        cache = std::move(*experts::expert_cache::create(*files, *layout, o));
+        cache->attach(io.get_executor());
+    }
+    ~cache_fixture() { cache->detach(); }
+
+    // Runs the io_context until `done` holds (or it runs out of work).
+    template <class Pred>
+    void run_until(Pred done) {
+        io.restart();
+        while (!done() && io.run_one() > 0) {
+        }
+    }
+
+    boost::asio::io_context io;
+    std::optional<gguf::model_files> files;
+    models::model_hparams hp;
+    std::unique_ptr<experts::expert_cache> cache;
+};
+
+TEST(expert_cache, a_miss_arrives_on_the_io_context_and_the_next_fetch_hits) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
+    experts::expert_batch b;
+    b.reserve(f.hp.n_expert);
+    b.bind(f.io.get_executor());
+    const std::vector<std::int32_t> ids{1, 5};
+    f.cache->fetch(b, 0, ids);
+    EXPECT_EQ(b.state(0), entry_state::waiting);
+    EXPECT_EQ(b.state(1), entry_state::waiting);
+    f.run_until([&] { return b.ready(0) && b.ready(1); });
+    ASSERT_TRUE(b.ready(0) && b.ready(1));
+    EXPECT_NE(b.part(0, experts::expert_part::gate), nullptr);
+    EXPECT_NE(b.part(1, experts::expert_part::down), nullptr);
+    f.cache->release_all(b);
+    f.cache->fetch(b, 0, ids);
+    EXPECT_TRUE(b.ready(0) && b.ready(1)) << "experts in memory must be ready at once";
+    f.cache->release_all(b);
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.misses, 2u);
+    EXPECT_EQ(c.hits, 2u);
+    EXPECT_EQ(c.reads, 2u * 3u); // gate, up, down of each expert, read once
+}
+
+TEST(expert_cache, a_fetch_joins_the_read_of_a_prediction_in_flight) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
+    experts::expert_batch fetch, prediction;
+    for (auto* b : {&fetch, &prediction}) {
+        b->reserve(f.hp.n_expert);
+        b->bind(f.io.get_executor());
+    }
+    const std::vector<std::int32_t> ids{2, 3};
+    f.cache->prefetch(prediction, 1, ids);
+    f.cache->fetch(fetch, 1, ids); // before the prediction's reads end
+    f.cache->release_all(prediction);
+    f.run_until([&] { return fetch.ready(0) && fetch.ready(1); });
+    ASSERT_TRUE(fetch.ready(0) && fetch.ready(1));
+    f.cache->release_all(fetch);
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.reads, 2u * 3u) << "an expert wanted by a prediction and a fetch was read twice";
+    EXPECT_EQ(c.prefetch_issued, 2u);
+    EXPECT_EQ(c.prefetch_used, 2u);
+}
+
+TEST(expert_cache, entries_wait_for_a_slot_when_every_slot_is_held) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 2);
+    experts::expert_batch a, b;
+    for (auto* x : {&a, &b}) {
+        x->reserve(f.hp.n_expert);
+        x->bind(f.io.get_executor());
+    }
+    const std::vector<std::int32_t> first{0, 1}, second{2};
+    f.cache->fetch(a, 0, first);
+    f.run_until([&] { return a.ready(0) && a.ready(1); });
+    ASSERT_TRUE(a.ready(0) && a.ready(1));
+    f.cache->fetch(b, 0, second); // both slots are held by a: b's expert waits for one
+    f.run_until([] { return false; });
+    EXPECT_EQ(b.state(0), entry_state::waiting);
+    f.cache->release(a, 0); // frees a slot: b's expert takes it
+    f.run_until([&] { return b.ready(0); });
+    EXPECT_TRUE(b.ready(0));
+    f.cache->release_all(a);
+    f.cache->release_all(b);
+    EXPECT_EQ(f.cache->counters().evictions, 1u);
+}
+
+TEST(expert_cache, a_failed_read_fails_the_batch_with_the_reason_and_the_next_fetch_reads_again) {
+    const auto source = test::tiny_model("qwen3moe", quant_type::q8_0);
+    const auto path = test::scratch_dir() / "expert-core-truncated.gguf";
+    std::filesystem::copy_file(source, path, std::filesystem::copy_options::overwrite_existing);
+    const auto size = std::filesystem::file_size(path);
+    cache_fixture f(path, 8);
+    std::filesystem::resize_file(path, size / 2);
+    experts::expert_batch b;
+    b.reserve(f.hp.n_expert);
+    b.bind(f.io.get_executor());
+    const std::int32_t last = static_cast<std::int32_t>(f.hp.n_expert) - 1;
+    const std::vector<std::int32_t> ids{last};
+    const auto last_layer = f.hp.n_layer - 1; // its experts lie past the middle of the file
+    f.cache->fetch(b, last_layer, ids);
+    f.run_until([&] { return b.state(0) == entry_state::failed; });
+    ASSERT_EQ(b.state(0), entry_state::failed);
+    ASSERT_TRUE(b.failure());
+    EXPECT_NE(b.failure()->message.find("end of file"), std::string::npos) << b.failure()->message;
+    f.cache->release_all(b);
+    std::filesystem::copy_file(source, path, std::filesystem::copy_options::overwrite_existing);
+    f.cache->fetch(b, last_layer, ids);
+    f.run_until([&] { return b.state(0) != entry_state::waiting; });
+    EXPECT_TRUE(b.ready(0));
+    f.cache->release_all(b);
+    EXPECT_GT(f.cache->counters().read_failures, 0u);
+}
+
+} // namespace
+} // namespace sluice
