@@ -2,6 +2,10 @@
 // each over fresh sessions and several repetitions, with random token ids drawn from a fixed seed.
 #include "cli/bench_command.hpp"
 
+#include "cli/common_flags.hpp"
+#include "cli/json_text.hpp"
+#include "cli/progress_bar.hpp"
+
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
 
@@ -228,7 +232,9 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
 }
 
 asio::awaitable<int> run_benchmark(bench_options opts, model_options model_opts) {
-    auto loaded = co_await model::load(opts.model, model_opts);
+    progress_bar bar;
+    auto loaded = co_await model::load(opts.model, model_opts, opts.json ? load_progress{} : bar.callback());
+    bar.finish(loaded.has_value());
     if (!loaded) {
         std::cerr << "sluice bench: " << loaded.error().message << "\n";
         co_return 1;
@@ -240,7 +246,7 @@ asio::awaitable<int> run_benchmark(bench_options opts, model_options model_opts)
         co_return 1;
     }
     if (opts.json) {
-        std::cout << json::serialize(results_json(*m, *results, opts.repetitions)) << "\n";
+        std::cout << json_text(results_json(*m, *results, opts.repetitions)) << "\n";
     } else {
         print_table(*m, *results, opts.repetitions);
     }
@@ -288,13 +294,13 @@ int run_bench(const bench_options& opts) {
 void add_bench_command(CLI::App& app) {
     auto o = std::make_shared<bench_options>();
     auto* cmd = app.add_subcommand("bench", "Measure prefill and decode throughput (tokens/s) of a model");
-    cmd->add_option("-m,--model", o->model, "GGUF model file (any part of a split model)")->required();
+    add_model_option(*cmd, o->model, "GGUF model file (any part of a split model)")->required();
     cmd->add_option("-p,--prompt-lengths", o->prompt_lengths, "Prompt lengths of the prefill tests")
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("-n,--generate", o->generate_tokens, "Tokens of the decode test (0: none)")->capture_default_str();
     cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str();
-    cmd->add_option("--threads", o->threads, "Compute threads (0: one per hardware thread)")->capture_default_str();
+    add_threads_option(*cmd, o->threads);
     cmd->add_flag("--json", o->json, "Print the results as JSON");
     add_memory_flags(*cmd, o->memory);
     cmd->callback([o] {

@@ -68,12 +68,16 @@ int run_convert(const convert_cli_options& o) {
 void add_convert_command(CLI::App& app) {
     auto opts = std::make_shared<convert_cli_options>();
     auto* cmd = app.add_subcommand("convert", "Convert a Hugging Face safetensors checkpoint folder to GGUF");
-    cmd->add_option("dir", opts->dir, "Checkpoint folder (config.json, tokenizer.json, *.safetensors)")->required();
+    // The folder as -m (like every subcommand) or as the positional argument.
+    auto* dir = cmd->add_option("dir", opts->dir, "Checkpoint folder (config.json, tokenizer.json, *.safetensors)");
+    cmd->add_option("-m,--model", opts->dir, "The checkpoint folder, as -m")->excludes(dir);
     cmd->add_option("-o,--output", opts->out, "Output GGUF file")->required();
     cmd->add_option("--type", opts->type, "Weight type: f32, f16, bf16, q8_0, q4_k, q6_k (norms and routers stay f32)")
         ->capture_default_str();
     cmd->add_option("--name", opts->name, "general.name (default: the folder's name)");
     cmd->callback([opts] {
+        if (opts->dir.empty())
+            throw CLI::RequiredError("convert: a checkpoint folder (-m DIR or DIR)");
         if (const int rc = run_convert(*opts); rc != 0) {
             throw CLI::RuntimeError(rc);
         }

@@ -2,6 +2,9 @@
 // `sluice inspect FILE --plan [--memory-budget SIZE] [--probe] ...`: how it would be held in memory (JSON).
 #include "cli/inspect_command.hpp"
 
+#include "cli/common_flags.hpp"
+#include "cli/json_text.hpp"
+
 #include "io/reader.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/gguf/model_files.hpp"
@@ -344,7 +347,7 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
     if (plan->streams() && source == "none") {
         o["note"] = "no tokens/s bound: give --disk-bandwidth GBPS or --probe to measure the disk";
     }
-    std::cout << json::serialize(o) << "\n";
+    std::cout << json_text(o) << "\n";
     return 0;
 }
 
@@ -366,7 +369,7 @@ int run_inspect(const inspect_options& opts) {
     }
     const auto totals = gguf::summarize_tensors(*model);
     if (opts.json) {
-        std::cout << json::serialize(report_json(*model, *tok, totals)) << "\n";
+        std::cout << json_text(report_json(*model, *tok, totals)) << "\n";
         return 0;
     }
     print_text_header(std::cout, *model);
@@ -379,20 +382,24 @@ int run_inspect(const inspect_options& opts) {
 void add_inspect_command(CLI::App& app) {
     auto opts = std::make_shared<inspect_options>();
     auto* cmd = app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
-    cmd->add_option("file", opts->path, "GGUF file (any part of a split model)")->required();
+    // The file as -m (like every subcommand) or as the positional argument.
+    auto* file = cmd->add_option("file", opts->path, "GGUF file (any part of a split model); or -m FILE");
+    add_model_option(*cmd, opts->path, "GGUF file (any part of a split model)")->excludes(file);
     cmd->add_flag("--json", opts->json, "Print the report as JSON");
     auto* plan = cmd->add_flag("--plan", opts->plan,
                                "Print the memory plan as JSON: what stays resident, the expert cache, disk reads per "
                                "token and the speed bound");
     add_memory_flags(*cmd, opts->memory, false);
-    cmd->add_option("--ctx", opts->ctx, "--plan: context per sequence (0: the model's default)")->needs(plan);
+    add_ctx_option(*cmd, opts->ctx, "--plan: context per sequence (0: the model's default)")->needs(plan);
     cmd->add_option("--parallel", opts->parallel, "--plan: sequences generating at once (KV caches)")
         ->capture_default_str()
         ->needs(plan);
-    cmd->add_option("--threads", opts->threads, "--plan: compute threads (0: one per hardware thread)")->needs(plan);
+    add_threads_option(*cmd, opts->threads, "--plan: compute threads (0: one per hardware thread)")->needs(plan);
     cmd->add_flag("--probe", opts->probe, "--plan: measure the disk's random-read bandwidth (about 0.3 s)")
         ->needs(plan);
     cmd->callback([opts] {
+        if (opts->path.empty())
+            throw CLI::RequiredError("inspect: a model file (-m FILE or FILE)");
         if (const int rc = run_inspect(*opts); rc != 0) {
             throw CLI::RuntimeError(rc);
         }

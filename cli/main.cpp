@@ -1,5 +1,6 @@
 // Entry point of the `sluice` executable: parses the command line and runs one subcommand.
 #include "cli/bench_command.hpp"
+#include "cli/common_flags.hpp"
 #include "cli/convert_command.hpp"
 #include "cli/inspect_command.hpp"
 #include "cli/mkmodel_command.hpp"
@@ -13,6 +14,7 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 int main(int argc, char** argv) {
     CLI::App app{"Sluice: run Mixture-of-Experts models larger than memory"};
@@ -30,6 +32,15 @@ int main(int argc, char** argv) {
     sluice::cli::add_serve_command(app);
     sluice::cli::add_perplexity_command(app);
 
+    // A first word that is no subcommand: name the nearest one instead of CLI11's "A subcommand is required".
+    const std::string nearest = argc > 1 ? sluice::cli::nearest_subcommand(app, argv[1]) : std::string();
+    if (argc > 1 && argv[1][0] != '-' && nearest != argv[1]) {
+        std::cerr << "sluice: unknown command '" << argv[1] << "'";
+        if (!nearest.empty())
+            std::cerr << "; did you mean '" << nearest << "'?";
+        std::cerr << " (sluice --help lists the commands)\n";
+        return 2;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

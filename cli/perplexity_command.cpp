@@ -7,6 +7,10 @@
 // log-likelihood) over all scored tokens. tools/train/train.py computes the same in PyTorch.
 #include "cli/perplexity_command.hpp"
 
+#include "cli/common_flags.hpp"
+#include "cli/json_text.hpp"
+#include "cli/progress_bar.hpp"
+
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
 
@@ -92,8 +96,13 @@ asio::awaitable<int> run(perplexity_options o, std::string text) {
     model_options mo;
     mo.n_ctx = o.ctx;
     mo.n_threads = o.threads;
-    mo.kv_type = o.kv_f32 ? kernels::quant_type::f32 : kernels::quant_type::f16;
-    auto loaded = co_await model::load(o.model, mo);
+    mo.kv_type = o.kv_f32 ? kv_cache_type::f32 : kv_cache_type::f16;
+    progress_bar bar;
+    auto loaded = co_await model::load(o.model, mo, o.json ? load_progress{} : bar.callback());
+    bar.finish(loaded.has_value());
+    if (loaded) {
+        warn_if_ctx_exceeds_training("perplexity", o.ctx, (*loaded)->hparams().n_ctx_train);
+    }
     if (!loaded) {
         std::cerr << "sluice perplexity: " << loaded.error().message << "\n";
         co_return 1;
@@ -118,7 +127,7 @@ asio::awaitable<int> run(perplexity_options o, std::string text) {
         boost::json::object j{
             {"perplexity", std::exp(mean)}, {"mean_nll", mean}, {"tokens", n_tokens}, {"scored", s->scored},
             {"chunks", s->chunks},          {"ctx", o.ctx},     {"seconds", seconds}};
-        std::cout << boost::json::serialize(j) << "\n";
+        std::cout << json_text(j) << "\n";
     } else {
         std::printf("perplexity: %.4f (mean nll %.6f) over %zu scored tokens: %zu windows of %u tokens, %zu tokens "
                     "in the text, %.1f s\n",
@@ -158,11 +167,11 @@ int run_perplexity(const perplexity_options& o) {
 void add_perplexity_command(CLI::App& app) {
     auto o = std::make_shared<perplexity_options>();
     auto* cmd = app.add_subcommand("perplexity", "Perplexity of a model on a text file (llama.cpp's definition)");
-    cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
+    add_model_option(*cmd, o->model, "GGUF model file")->required();
     cmd->add_option("-f,--file", o->file, "UTF-8 text file to score")->required();
-    cmd->add_option("-c,--ctx", o->ctx, "Tokens per window; the second half of each window is scored")
-        ->capture_default_str();
-    cmd->add_option("--threads", o->threads, "Compute threads (0: one per hardware thread)")->capture_default_str();
+    add_ctx_option(*cmd, o->ctx, "Tokens per window; the second half of each window is scored")
+        ->check(CLI::Range(std::uint32_t{2}, max_ctx));
+    add_threads_option(*cmd, o->threads);
     cmd->add_flag("--kv-f32", o->kv_f32, "Keep the KV cache in F32 instead of F16");
     cmd->add_flag("--json", o->json, "Print one JSON object instead of text and per-window progress");
     cmd->callback([o] {

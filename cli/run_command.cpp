@@ -2,7 +2,10 @@
 // text to stdout (or prints one JSON object with --json); statistics go to stderr. Ctrl-C cancels the generation.
 #include "cli/run_command.hpp"
 
+#include "cli/common_flags.hpp"
 #include "cli/default_model.hpp"
+#include "cli/json_text.hpp"
+#include "cli/progress_bar.hpp"
 
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
@@ -26,8 +29,6 @@
 #include <random>
 #include <string>
 
-#include <unistd.h>
-
 namespace sluice::cli {
 namespace {
 
@@ -36,30 +37,6 @@ namespace json = boost::json;
 
 double rate(std::uint64_t n, double ms) {
     return ms > 0.0 ? static_cast<double>(n) * 1000.0 / ms : 0.0;
-}
-
-/// A one-line loading bar redrawn in place; prints nothing unless stderr is a terminal.
-load_progress progress_bar() {
-    if (::isatty(STDERR_FILENO) == 0) {
-        return {};
-    }
-    auto last = std::make_shared<int>(-1);
-    return [last](std::uint64_t done, std::uint64_t total) {
-        const int pct = total > 0 ? static_cast<int>(done * 100 / total) : 100;
-        if (pct == *last) {
-            return;
-        }
-        *last = pct;
-        constexpr int width = 40;
-        const int filled = pct * width / 100;
-        std::fprintf(stderr, "\rloading [%.*s%*s] %3d%% of %.1f MiB", filled,
-                     "########################################", width - filled, "", pct,
-                     static_cast<double>(total) / (1024.0 * 1024.0));
-        if (done >= total) {
-            std::fputs("\n", stderr);
-        }
-        std::fflush(stderr);
-    };
 }
 
 /// The request `opts` describe; its sampling parameters are not checked yet.
@@ -194,12 +171,15 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
     // A cancellation (Ctrl-C) ends the stream with finish_reason::cancelled instead of throwing from co_await.
     co_await asio::this_coro::throw_if_cancelled(false);
     auto req = make_request(opts, seed);
-    auto loaded = co_await model::load(opts.model, model_opts, progress_bar());
+    progress_bar bar;
+    auto loaded = co_await model::load(opts.model, model_opts, bar.callback());
+    bar.finish(loaded.has_value());
     if (!loaded) {
         std::cerr << "sluice run: " << loaded.error().message << "\n";
         co_return 1;
     }
     auto m = std::move(*loaded);
+    warn_if_ctx_exceeds_training("run", opts.ctx, m->hparams().n_ctx_train);
     if (opts.chat && !m->chat_template()) {
         std::cerr << "sluice run: " << opts.model << ": the model has no chat template (drop --chat)\n";
         co_return 1;
@@ -225,7 +205,7 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
         report.experts = m->expert_counters();
     }
     if (opts.json) {
-        std::cout << json::serialize(report_json(report)) << "\n";
+        std::cout << json_text(report_json(report)) << "\n";
     } else {
         std::cout << "\n" << std::flush;
     }
@@ -243,7 +223,7 @@ int run_run(const run_options& given) {
     }
     opts.model = *chosen;
     const std::uint64_t seed = opts.seed ? *opts.seed : std::random_device{}();
-    runtime::sampling_params p;
+    sampling_params p;
     p.temperature = opts.temperature;
     p.top_k = opts.top_k;
     p.top_p = opts.top_p;
@@ -262,6 +242,8 @@ int run_run(const run_options& given) {
     model_options model_opts;
     model_opts.n_ctx = opts.ctx;
     model_opts.n_threads = opts.threads;
+    model_opts.template_limits = opts.template_limits;
+    model_opts.special_tokens_in_content = opts.special_tokens_in_content;
     memory->apply_to(model_opts);
 
     asio::io_context ioc;
@@ -293,11 +275,12 @@ int run_run(const run_options& given) {
 void add_run_command(CLI::App& app) {
     auto o = std::make_shared<run_options>();
     auto* cmd = app.add_subcommand("run", "Generate text from a prompt, streaming it to stdout");
-    cmd->add_option("-m,--model", o->model,
-                    "GGUF model file (any part of a split model); default: the bundled sluice-tiny-moe");
+    add_model_option(*cmd, o->model,
+                     "GGUF model file (any part of a split model); default: the bundled sluice-tiny-moe");
     cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
     cmd->add_flag("--chat", o->chat, "Send the prompt as one user message through the model's chat template");
     cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (0: until the end)")
+        ->check(CLI::Range(std::uint32_t{0}, max_ctx))
         ->capture_default_str();
     cmd->add_option("--temp", o->temperature, "Temperature (<= 0: greedy)")->capture_default_str();
     cmd->add_option("--top-k", o->top_k, "Top-k (<= 0: off)")->capture_default_str();
@@ -305,12 +288,13 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--min-p", o->min_p, "Min-p in [0, 1] (0: off)")->capture_default_str();
     cmd->add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1: off)")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Sampling seed (default: random)");
-    cmd->add_option("--ctx", o->ctx, "Context size (0: the model's default)")->capture_default_str();
-    cmd->add_option("--threads", o->threads, "Compute threads (0: one per hardware thread)")->capture_default_str();
+    add_ctx_option(*cmd, o->ctx, "Context size (0: the model's default)");
+    add_threads_option(*cmd, o->threads);
     cmd->add_option("--stop", o->stop, "Stop string (repeatable; never part of the output)");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
     cmd->add_flag("--json", o->json, "Print one JSON object (tokens, text, timings) instead of streaming text");
     add_memory_flags(*cmd, o->memory);
+    add_template_flags(*cmd, o->template_limits, o->special_tokens_in_content);
     cmd->callback([o] {
         if (const int rc = run_run(*o); rc != 0) {
             throw CLI::RuntimeError(rc);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli/memory_flags.hpp"
+#include "runtime/chat/limits.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -29,6 +30,8 @@ struct run_options {
     bool ignore_eos = false;
     bool json = false;
     memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
+    chat::template_limits template_limits; ///< --template-max-*
+    bool special_tokens_in_content = false; ///< --special-tokens-in-content
 };
 
 /// Runs the generation and returns the process exit status (0, or 1 with a message on stderr).

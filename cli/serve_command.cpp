@@ -2,6 +2,7 @@
 // sluice::server::run_server until SIGINT or SIGTERM. Without -m it serves the bundled model.
 #include "cli/serve_command.hpp"
 
+#include "cli/common_flags.hpp"
 #include "cli/default_model.hpp"
 #include "cli/memory_flags.hpp"
 
@@ -61,19 +62,26 @@ void add_serve_command(CLI::App& app) {
     auto a = std::make_shared<serve_args>();
     auto& o = a->options;
     auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-    cmd->add_option("-m,--model", o.model,
-                    "GGUF model file (any part of a split model); default: the bundled sluice-tiny-moe");
+    add_model_option(*cmd, o.model,
+                     "GGUF model file (any part of a split model); default: the bundled sluice-tiny-moe");
     cmd->add_option("--host", o.host, "Address to bind")->capture_default_str();
-    cmd->add_option("--port", o.port, "TCP port (0: any free port, printed on stderr)")->capture_default_str();
-    cmd->add_option("--parallel", o.parallel, "Generations running at once (one session each)")->capture_default_str();
-    cmd->add_option("--queue", o.queue, "Requests waiting for a slot before 503")->capture_default_str();
-    cmd->add_option("--ctx", o.ctx, "Context size of each session (0: the model's default)")->capture_default_str();
-    cmd->add_option("--threads", o.threads, "Compute threads (0: one per hardware thread)")->capture_default_str();
+    cmd->add_option("--port", o.port, "TCP port (0: any free port, printed on stderr)")
+        ->check(CLI::Range(0, 65535))
+        ->capture_default_str();
+    cmd->add_option("--parallel", o.parallel, "Generations running at once (one session each)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{256}))
+        ->capture_default_str();
+    cmd->add_option("--queue", o.queue, "Requests waiting for a slot before 503")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20))
+        ->capture_default_str();
+    add_ctx_option(*cmd, o.ctx, "Context size of each session (0: the model's default)");
+    add_threads_option(*cmd, o.threads);
     cmd->add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' (all but /health)");
     cmd->add_option("--max-body", a->max_body, "Largest request body (B, KB, MB, KiB, MiB, ...)")
         ->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Limit of every read and write (ms, s, m, h)")->capture_default_str();
     add_memory_flags(*cmd, a->memory);
+    add_template_flags(*cmd, o.template_limits, o.special_tokens_in_content);
     cmd->callback([a] {
         if (const int rc = run_serve(*a); rc != 0) {
             throw CLI::RuntimeError(rc);

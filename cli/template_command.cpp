@@ -3,6 +3,8 @@
 // or @FILE. Errors: message on stderr, exit 1.
 #include "cli/template_command.hpp"
 
+#include "cli/common_flags.hpp"
+
 #include "runtime/chat/chat_template.hpp"
 
 #include <boost/json/parse.hpp>
@@ -123,7 +125,7 @@ int run_template(const template_options& o) {
 void add_template_command(CLI::App& app) {
     auto opts = std::make_shared<template_options>();
     CLI::App* cmd = app.add_subcommand("template", "Render a model's chat template over messages");
-    cmd->add_option("--model", opts->model, "GGUF file or tokenizer_config.json holding the chat template");
+    add_model_option(*cmd, opts->model, "GGUF file or tokenizer_config.json holding the chat template");
     cmd->add_option("--template", opts->template_file, "Jinja template file (overrides the model's template)");
     cmd->add_option("--messages", opts->messages, "Messages as a JSON array (or @file.json)")->required();
     cmd->add_option("--tools", opts->tools, "Tool definitions as a JSON array (or @file.json)");

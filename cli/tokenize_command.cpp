@@ -2,6 +2,9 @@
 // --model FILE [--ids "1 2 3"]` prints the text of ids read from stdin or --ids. Errors: message, exit 1.
 #include "cli/tokenize_command.hpp"
 
+#include "cli/common_flags.hpp"
+#include "cli/json_text.hpp"
+
 #include "runtime/gguf/value.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 
@@ -61,7 +64,7 @@ int run_tokenize(const tokenize_options& o) {
             jids.emplace_back(id);
             pieces.emplace_back(display_piece(*tok, id));
         }
-        std::cout << boost::json::serialize(boost::json::object{{"ids", jids}, {"pieces", pieces}}) << "\n";
+        std::cout << json_text(boost::json::object{{"ids", jids}, {"pieces", pieces}}) << "\n";
         return 0;
     }
     for (std::size_t i = 0; i < ids.size(); ++i)
@@ -110,7 +113,7 @@ int run_detokenize(const tokenize_options& o) {
 void add_tokenize_commands(CLI::App& app) {
     auto opts = std::make_shared<tokenize_options>();
     auto* tok = app.add_subcommand("tokenize", "Print the token ids of text read from stdin or --text");
-    tok->add_option("--model", opts->model, "GGUF file or tokenizer.json")->required();
+    add_model_option(*tok, opts->model, "GGUF file or tokenizer.json")->required();
     tok->add_option("--text", opts->text, "Text to tokenize (default: stdin)");
     tok->add_flag("--json", opts->json, "Print {\"ids\": [...], \"pieces\": [...]}");
     tok->add_flag("--no-parse-special", opts->no_parse_special, "Treat special-token text as plain text");
@@ -121,7 +124,7 @@ void add_tokenize_commands(CLI::App& app) {
     });
 
     auto* detok = app.add_subcommand("detokenize", "Print the text of token ids read from stdin or --ids");
-    detok->add_option("--model", opts->model, "GGUF file or tokenizer.json")->required();
+    add_model_option(*detok, opts->model, "GGUF file or tokenizer.json")->required();
     detok->add_option("--ids", opts->text, "Ids separated by spaces or commas (default: stdin)");
     detok->add_flag("--skip-special", opts->skip_special, "Leave out control tokens such as BOS and <|im_end|>");
     detok->callback([opts] {

@@ -1,5 +1,5 @@
-# The installed CMake package: find_package(sluice) gives sluice::io, sluice::kernels, sluice::runtime and
-# sluice::server. Each module installs its own library and headers into the `sluice_targets` export set.
+# The installed CMake package: find_package(sluice) gives sluice::runtime (and sluice::base, sluice::io,
+# sluice::kernels it links). Only the public headers, include/sluice/*.hpp, are installed (<sluice/session.hpp>).
 # Every target an installed library links must be exported too, or configuring fails: link internal helpers
 # such as sluice_warnings as $<BUILD_INTERFACE:sluice_warnings>.
 include(CMakePackageConfigHelpers)

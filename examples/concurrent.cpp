@@ -1,8 +1,8 @@
 // Example: two generations at once on one io_context, sharing one model. The second is cancelled after a few
 // tokens through a cancellation_signal bound to its co_spawn, as a server does when a client goes away; the
 // first runs to its end. Usage: concurrent MODEL.gguf [CANCEL_AFTER]
-#include "runtime/engine/model.hpp"
-#include "runtime/engine/session.hpp"
+#include <sluice/model.hpp>
+#include <sluice/session.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

@@ -1,7 +1,7 @@
 // Example: the smallest generator. Loads a model, generates from a prompt and prints the text as it streams.
 // Usage: generate MODEL.gguf PROMPT [MAX_TOKENS]
-#include "runtime/engine/model.hpp"
-#include "runtime/engine/session.hpp"
+#include <sluice/model.hpp>
+#include <sluice/session.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

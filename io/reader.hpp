@@ -5,6 +5,7 @@
 #include "io/detail/read_op.hpp"
 #include "io/file.hpp"
 #include "sluice/error.hpp"
+#include "sluice/io_options.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -21,20 +22,6 @@
 #include <vector>
 
 namespace sluice::io {
-
-/// Which implementation serves the reads.
-enum class backend {
-    auto_select, ///< io_uring when the kernel allows it, otherwise pread (the reason is logged)
-    io_uring,    ///< liburing ring; completions arrive through an eventfd watched by the io_context
-    pread,       ///< a small thread pool doing pread(2), posting results back to the io_context
-};
-
-/// Settings for `make_reader`.
-struct reader_options {
-    unsigned queue_depth = 64;     ///< io_uring: reads in the kernel at once; more wait in user space
-    std::size_t pread_threads = 4; ///< pread: worker threads
-    backend force = backend::auto_select;
-};
 
 /// One read of a batch: `dest.size()` bytes of `*f` from `offset`.
 struct read_request {

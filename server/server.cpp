@@ -56,6 +56,25 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& st, con
     }
 }
 
+double mib(std::uint64_t bytes) {
+    return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+/// The memory plan on one stderr line (GET /health has it as JSON).
+void log_memory_plan(const memory_plan& p) {
+    std::fprintf(stderr,
+                 "sluice serve: memory plan: %s, %.1f of %.1f MiB: resident weights %.1f MiB, KV cache %.1f MiB, "
+                 "buffers %.1f MiB",
+                 p.streams() ? "experts stream from disk" : "everything resident", mib(p.planned_bytes()),
+                 mib(p.budget), mib(p.resident_bytes), mib(p.kv_bytes), mib(p.compute_bytes));
+    if (p.streams()) {
+        std::fprintf(stderr, ", expert cache %.1f MiB (%llu of %llu experts), %.1f MiB read per token expected",
+                     mib(p.cache_bytes), static_cast<unsigned long long>(p.cache_slots),
+                     static_cast<unsigned long long>(p.total_experts), mib(p.read_bytes_per_token));
+    }
+    std::fputs("\n", stderr);
+}
+
 asio::awaitable<bool> load_model(server_state& st) {
     const auto t0 = std::chrono::steady_clock::now();
     model_options opts;
@@ -65,11 +84,30 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.memory_budget = st.options.memory_budget;
     opts.disk_bandwidth = st.options.disk_bandwidth;
     opts.prefetch = st.options.prefetch;
-    auto loaded = co_await model::load(st.options.model, opts);
+    opts.template_limits = st.options.template_limits;
+    opts.special_tokens_in_content = st.options.special_tokens_in_content;
+    std::fprintf(stderr, "sluice serve: loading %s\n", st.options.model.c_str());
+    // One line per quarter: readable in a terminal and in a log file alike.
+    auto progress = [quarter = 0](std::uint64_t done, std::uint64_t total) mutable {
+        const int q = total > 0 ? static_cast<int>(done * 4 / total) : 4;
+        for (; quarter < q; ++quarter) {
+            std::fprintf(stderr, "sluice serve: loading %3d%% of %.1f MiB\n", (quarter + 1) * 25,
+                         static_cast<double>(total) / (1024.0 * 1024.0));
+        }
+    };
+    auto loaded = co_await model::load(st.options.model, opts, progress);
     if (!loaded) {
         std::fprintf(stderr, "sluice serve: %s\n", loaded.error().message.c_str());
         co_return false;
     }
+    const auto trained = (*loaded)->hparams().n_ctx_train;
+    if (trained != 0 && st.options.ctx > trained) {
+        std::fprintf(stderr,
+                     "sluice serve: warning: --ctx %u is larger than the model's training context (%u); output past "
+                     "%u tokens is unlikely to make sense\n",
+                     st.options.ctx, trained, trained);
+    }
+    log_memory_plan((*loaded)->plan());
     st.loaded = std::move(*loaded);
     st.model_name = st.loaded->path().stem().string();
     st.created =

@@ -1,6 +1,7 @@
 // Settings of `sluice serve` and the parsers of their human-friendly forms ("1MiB", "30s").
 #pragma once
 
+#include "runtime/chat/limits.hpp"
 #include "sluice/error.hpp"
 
 #include <chrono>
@@ -27,6 +28,8 @@ struct server_options {
     std::uint64_t memory_budget = 0;           ///< bytes for the model (model_options::memory_budget); 0: default
     double disk_bandwidth = 0;                 ///< bytes/s for the memory plan's bound; 0: probe when streaming
     bool prefetch = true;                      ///< streaming: read the next layer's experts ahead
+    chat::template_limits template_limits;     ///< what rendering a chat template may use per request
+    bool special_tokens_in_content = false;    ///< old behaviour: control-token text in messages is parsed
 };
 
 /// Parses a byte size: a non-negative integer with an optional unit B, KB, MB, GB (powers of 1000) or

@@ -7,6 +7,7 @@
 #include "bench/kernels/machine_limits.hpp"
 #include "io/dma_buffer.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/models/forward.hpp"
 
 #include <algorithm>
 #include <cstdio>

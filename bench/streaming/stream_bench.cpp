@@ -6,6 +6,7 @@
 #include "bench/bench_main.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/experts/replacement_policy.hpp"
 
 #include <boost/json.hpp>
 

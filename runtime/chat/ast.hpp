@@ -34,6 +34,7 @@ enum class expr_kind {
 struct expr {
     expr_kind kind;
     int line = 0;
+    unsigned height = 1; // nodes on the longest path down from here (bounded by the parser)
     std::string name;
     value literal;
     bool negated = false;

@@ -52,11 +52,21 @@ value make_chat_variables(const chat_inputs& inputs) {
     return vars;
 }
 
+result<std::string> render_chat(const jinja_template& tmpl, const chat_inputs& inputs) {
+    value variables;
+    try {
+        variables = make_chat_variables(inputs);
+    } catch (const template_error& e) { // JSON nested past max_nesting
+        return make_error(std::errc::invalid_argument, e.kind() + ": " + e.what());
+    }
+    return tmpl.render(variables);
+}
+
 result<std::string> render_chat(std::string_view tmpl, const chat_inputs& inputs, const template_options& options) {
     auto parsed = jinja_template::parse(tmpl, options);
     if (!parsed)
         return parsed.error();
-    return parsed->render(make_chat_variables(inputs));
+    return render_chat(*parsed, inputs);
 }
 
 namespace {

@@ -42,6 +42,9 @@ value make_chat_variables(const chat_inputs& inputs);
 /// ("TemplateSyntaxError: line 3: ...") and render errors ("TemplateError: <raise_exception message>").
 result<std::string> render_chat(std::string_view tmpl, const chat_inputs& inputs, const template_options& options = {});
 
+/// Renders an already parsed template over `inputs` (the limits are those it was parsed with).
+result<std::string> render_chat(const jinja_template& tmpl, const chat_inputs& inputs);
+
 /// Reads the chat template of a model from `path`: a GGUF file (tokenizer.chat_template, special tokens from
 /// tokenizer.ggml.bos/eos_token_id), a tokenizer_config.json (key chat_template, a string or a list of
 /// {name, template} where "default" wins; bos_token/eos_token as strings or {content}), or any other file taken

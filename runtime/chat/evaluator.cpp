@@ -1,6 +1,8 @@
 // Statement rendering: output, if, for (with loop variables, filters, else, break/continue), set, macros, blocks.
 #include "runtime/chat/evaluator.hpp"
 
+#include "runtime/chat/limits.hpp"
+
 namespace sluice::chat {
 
 const value* scope::lookup(std::string_view name) const {
@@ -20,13 +22,22 @@ flow evaluator::render(const stmt_list& body, const scope_ptr& sc, std::string& 
     return flow::normal;
 }
 
+// Appends rendered text, within max_output_bytes.
+static void emit(std::string& out, std::string_view text) {
+    if (auto* budget = render_budget::current())
+        budget->check_output(out.size() + text.size());
+    out += text;
+}
+
 flow evaluator::render_stmt(const stmt& s, const scope_ptr& sc, std::string& out) {
+    depth_guard depth;
+    budget_step();
     switch (s.kind) {
     case stmt_kind::text:
-        out += s.name;
+        emit(out, s.name);
         return flow::normal;
     case stmt_kind::output:
-        out += to_str(eval(*s.value, sc));
+        emit(out, to_str(eval(*s.value, sc)));
         return flow::normal;
     case stmt_kind::if_: {
         flow f = flow::normal;
@@ -51,7 +62,7 @@ flow evaluator::render_stmt(const stmt& s, const scope_ptr& sc, std::string& out
         std::string body;
         render(s.body, sc, body);
         value input(std::move(body));
-        out += to_str(eval_filter(*s.value, sc, &input));
+        emit(out, to_str(eval_filter(*s.value, sc, &input)));
         return flow::normal;
     }
     case stmt_kind::call_block: {
@@ -70,7 +81,7 @@ flow evaluator::render_stmt(const stmt& s, const scope_ptr& sc, std::string& out
         args.keywords.emplace_back("caller", caller);
         if (!callee.is_function())
             fail("'" + callee.type_name() + "' object is not callable");
-        out += to_str(callee.as_function().call(args));
+        emit(out, to_str(callee.as_function().call(args)));
         return flow::normal;
     }
     }
@@ -189,7 +200,7 @@ void evaluator::define_macro(const stmt& s, const scope_ptr& sc) {
         auto defining = weak.lock();
         if (!defining)
             fail("macro '" + macro->name + "' called after its template finished");
-        if (++depth_ > 200)
+        if (++macro_depth_ > 200)
             fail("maximum macro recursion depth exceeded", "RecursionError");
         auto local = std::make_shared<scope>();
         local->parent = defining;
@@ -211,7 +222,7 @@ void evaluator::define_macro(const stmt& s, const scope_ptr& sc) {
         local->vars.set("varargs", value::make_list(std::move(varargs)));
         std::string out;
         render(macro->body, local, out);
-        --depth_;
+        --macro_depth_;
         return value(std::move(out));
     });
     sc->vars.set(s.name, std::move(fn));

@@ -12,7 +12,8 @@ namespace sluice::chat {
 /// A variable scope; lookups walk to the parent. For loops and macro calls open a child scope.
 struct scope {
     std::shared_ptr<scope> parent;
-    value_dict vars;
+    /// Variables, flagged like a namespace's attributes: a scope is no nested value (no depth is kept).
+    value_dict vars{{}, true};
 
     const value* lookup(std::string_view name) const;
 };
@@ -48,7 +49,7 @@ private:
     call_args eval_args(const expr& e, const scope_ptr& sc);
 
     std::shared_ptr<const stmt_list> tree_;
-    int depth_ = 0;
+    int macro_depth_ = 0;
 };
 
 /// Python-style attribute access `obj.name` (methods first, then items), jinja2's getattr.

@@ -1,6 +1,9 @@
 // Expression evaluation: names, attributes, items, slices, calls, operators, comparisons and literals.
 #include "runtime/chat/evaluator.hpp"
 
+#include "runtime/chat/int_math.hpp"
+#include "runtime/chat/limits.hpp"
+
 #include <cmath>
 #include <optional>
 
@@ -47,16 +50,13 @@ std::vector<std::size_t> slice_indices(std::size_t size, const value& start, con
     std::int64_t b = clamp(start, st > 0 ? 0 : n - 1);
     std::int64_t e = clamp(stop, st > 0 ? n : -1);
     std::vector<std::size_t> out;
-    for (std::int64_t i = b; st > 0 ? i < e : i > e; i += st)
+    budget_step(size);
+    for (std::int64_t i = b; st > 0 ? i < e : i > e;) {
         out.push_back(static_cast<std::size_t>(i));
+        if (__builtin_add_overflow(i, st, &i))
+            break; // past either end of the sequence
+    }
     return out;
-}
-
-std::int64_t py_floordiv(std::int64_t a, std::int64_t b) {
-    std::int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0)))
-        --q;
-    return q;
 }
 
 } // namespace
@@ -109,12 +109,17 @@ value get_item(const value& obj, const value& key) {
 }
 
 value_list iterate(const value& v) {
+    budget_step(1 + v.nesting());
     switch (v.type()) {
     case value::kind::undefined:
         return {};
     case value::kind::list:
+        budget_step(v.as_list().size());
         return v.as_list();
     case value::kind::dict: {
+        if (v.as_dict().is_namespace)
+            fail("'Namespace' object is not iterable");
+        budget_step(v.as_dict().items.size());
         value_list keys;
         for (const auto& [k, item] : v.as_dict().items)
             keys.push_back(key_value(k));
@@ -127,6 +132,7 @@ value_list iterate(const value& v) {
     }
     case value::kind::markup:
     case value::kind::string: {
+        budget_step(v.as_string().size());
         value_list chars;
         for (auto& c : utf8_chars(v.as_string()))
             chars.emplace_back(std::move(c));
@@ -145,14 +151,18 @@ bool contains(const value& container, const value& item) {
     case value::kind::string:
         if (!item.is_string())
             fail("'in <string>' requires string as left operand, not " + item.type_name());
+        budget_step(container.as_string().size() / 256); // a scan: its time counts
         return container.as_string().find(item.as_string()) != std::string::npos;
     case value::kind::list:
         for (const auto& x : container.as_list()) {
+            budget_step();
             if (equals(x, item))
                 return true;
         }
         return false;
     case value::kind::dict:
+        if (container.as_dict().is_namespace)
+            fail("argument of type 'Namespace' is not iterable");
         return !item.is_undefined() && container.as_dict().find(dict_key(item)) != nullptr;
     case value::kind::generator:
         return contains(value::make_list(iterate(container)), item);
@@ -167,10 +177,10 @@ static std::string html_escape(const value& v) {
 }
 
 static value repeat(const value& seq, std::int64_t n) {
-    std::size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
-    if (n > 0 && unit > 0 && static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 26) / unit) {
-        fail("repetition result too large", "OverflowError");
-    }
+    // The size is checked before anything is built: bytes for a string, slots for a list.
+    std::size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size() * sizeof(value);
+    if (n > 0 && unit > 0 && static_cast<std::uint64_t>(n) > active_limits().max_value_bytes / unit)
+        check_growth(active_limits().max_value_bytes + 1);
     if (seq.is_string()) {
         std::string out;
         for (std::int64_t i = 0; i < n; ++i)
@@ -190,9 +200,12 @@ static std::optional<value> sequence_arithmetic(const std::string& op, const val
             if (a.is_string() && b.is_string())
                 return value(markup_text{html_escape(a) + html_escape(b)});
         }
-        if (a.is_string() && b.is_string())
+        if (a.is_string() && b.is_string()) {
+            check_growth(a.as_string().size() + b.as_string().size());
             return value(a.as_string() + b.as_string());
+        }
         if (a.is_list() && b.is_list()) {
+            check_growth((a.as_list().size() + b.as_list().size()) * sizeof(value));
             value_list out = a.as_list();
             out.insert(out.end(), b.as_list().begin(), b.as_list().end());
             return value::make_list(std::move(out));
@@ -226,11 +239,11 @@ value arithmetic(const std::string& op, const value& a, const value& b) {
         fail("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
     }
     if (op == "+")
-        return ints ? value(ai() + bi()) : value(a.as_number() + b.as_number());
+        return ints ? value(checked_add(ai(), bi())) : value(a.as_number() + b.as_number());
     if (op == "-")
-        return ints ? value(ai() - bi()) : value(a.as_number() - b.as_number());
+        return ints ? value(checked_sub(ai(), bi())) : value(a.as_number() - b.as_number());
     if (op == "*")
-        return ints ? value(ai() * bi()) : value(a.as_number() * b.as_number());
+        return ints ? value(checked_mul(ai(), bi())) : value(a.as_number() * b.as_number());
     if (b.as_number() == 0.0 && (op == "/" || op == "//" || op == "%")) {
         if (op == "/")
             fail(ints ? "division by zero" : "float division by zero", "ZeroDivisionError");
@@ -241,28 +254,26 @@ value arithmetic(const std::string& op, const value& a, const value& b) {
     if (op == "/")
         return value(a.as_number() / b.as_number());
     if (op == "//")
-        return ints ? value(py_floordiv(ai(), bi())) : value(std::floor(a.as_number() / b.as_number()));
+        return ints ? value(checked_floordiv(ai(), bi())) : value(std::floor(a.as_number() / b.as_number()));
     if (op == "%") {
         if (ints)
-            return value(ai() - py_floordiv(ai(), bi()) * bi());
+            return value(checked_mod(ai(), bi()));
         double r = std::fmod(a.as_number(), b.as_number());
         if (r != 0 && ((r < 0) != (b.as_number() < 0)))
             r += b.as_number();
         return value(r);
     }
     if (op == "**") {
-        if (ints && bi() >= 0) {
-            std::int64_t r = 1;
-            for (std::int64_t i = 0; i < bi(); ++i)
-                r *= ai();
-            return value(r);
-        }
+        if (ints && bi() >= 0)
+            return value(checked_pow(ai(), bi()));
         return value(std::pow(a.as_number(), b.as_number()));
     }
     fail("unknown operator " + op);
 }
 
 value evaluator::eval(const expr& e, const scope_ptr& sc) {
+    depth_guard depth;
+    budget_step();
     switch (e.kind) {
     case expr_kind::literal:
         return e.literal;
@@ -287,7 +298,7 @@ value evaluator::eval(const expr& e, const scope_ptr& sc) {
         v.require_defined();
         if (e.name == "-") {
             if (v.is_int() || v.is_bool())
-                return value(v.is_bool() ? -std::int64_t{v.as_bool()} : -v.as_int());
+                return value(checked_sub(0, v.as_int()));
             if (v.is_float())
                 return value(-v.as_float());
             fail("bad operand type for unary -: '" + v.type_name() + "'");
@@ -377,8 +388,12 @@ value evaluator::eval_binary(const expr& e, const scope_ptr& sc) {
     }
     value a = eval(*e.operands[0], sc);
     value b = eval(*e.operands[1], sc);
-    if (e.name == "~")
-        return value(to_str(a) + to_str(b));
+    if (e.name == "~") {
+        std::string left = to_str(a);
+        std::string right = to_str(b);
+        check_growth(left.size() + right.size());
+        return value(left + right);
+    }
     return arithmetic(e.name, a, b);
 }
 

@@ -1,8 +1,12 @@
 // Jinja filters (`x | name(args)`) with jinja2's semantics, plus Hugging Face's `tojson`.
 #include "runtime/chat/evaluator.hpp"
 
+#include "runtime/chat/int_math.hpp"
+#include "runtime/chat/limits.hpp"
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
@@ -40,7 +44,10 @@ value attribute_path(const value& item, const value& path) {
         std::string part = p.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         bool numeric = !part.empty() && std::all_of(part.begin(), part.end(),
                                                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-        cur = numeric ? get_item(cur, value(static_cast<std::int64_t>(std::stoll(part)))) : get_item(cur, value(part));
+        std::int64_t index = 0;
+        if (numeric && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc())
+            numeric = false; // too long for an index: looked up as a key, as jinja2 would find nothing either
+        cur = numeric ? get_item(cur, value(index)) : get_item(cur, value(part));
         if (dot == std::string::npos)
             return cur;
         start = dot + 1;
@@ -48,6 +55,8 @@ value attribute_path(const value& item, const value& path) {
 }
 
 value f_length(const value& v, call_args&) {
+    if (v.is_dict() && v.as_dict().is_namespace)
+        fail("object of type 'Namespace' has no len()");
     switch (v.type()) {
     case value::kind::undefined:
         return value(0);
@@ -81,6 +90,7 @@ value f_join(const value& v, call_args& a) {
             out += to_str(*sep);
         first = false;
         out += to_str(attribute ? attribute_path(item, *attribute) : item);
+        check_growth(out.size());
     }
     return value(std::move(out));
 }
@@ -126,6 +136,10 @@ value f_batch(const value& v, call_args& a) {
     std::int64_t size = n ? n->as_int() : 1;
     if (size <= 0)
         fail("batch size must be positive", "FilterArgumentError");
+    if (fill && !fill->is_none())
+        check_growth(static_cast<std::uint64_t>(size) > active_limits().max_value_bytes / sizeof(value)
+                         ? active_limits().max_value_bytes + 1
+                         : static_cast<std::size_t>(size) * sizeof(value));
     value_list out;
     value_list current;
     for (const auto& item : iterate(v)) {
@@ -191,7 +205,7 @@ value f_int(const value& v, call_args& a) {
     if (v.is_bool())
         return value(std::int64_t{v.as_bool()});
     if (v.is_float())
-        return value(static_cast<std::int64_t>(v.as_float()));
+        return value(checked_float_to_int(v.as_float()));
     if (!v.is_string())
         return fallback;
     try {
@@ -202,8 +216,8 @@ value f_int(const value& v, call_args& a) {
             return value(static_cast<std::int64_t>(i));
         double f = std::stod(s, &used);
         if (used == s.size())
-            return value(static_cast<std::int64_t>(f));
-    } catch (const std::exception&) {
+            return value(checked_float_to_int(f));
+    } catch (const std::logic_error&) { // std::invalid_argument or std::out_of_range from stoll/stod
     }
     return fallback;
 }
@@ -226,8 +240,8 @@ value f_float(const value& v, call_args& a) {
 
 value f_abs(const value& v, call_args&) {
     if (v.is_int() || v.is_bool()) {
-        std::int64_t i = v.is_bool() ? std::int64_t{v.as_bool()} : v.as_int();
-        return value(i < 0 ? -i : i);
+        std::int64_t i = v.as_int();
+        return value(i < 0 ? checked_sub(0, i) : i);
     }
     if (!v.is_float())
         fail("bad operand type for abs(): '" + v.type_name() + "'");
@@ -247,8 +261,11 @@ value f_round(const value& v, call_args& a) {
 
 value f_indent(const value& v, call_args& a) {
     const value* w = arg(a, "width", 0);
-    std::string pad =
-        w && w->is_string() ? w->as_string() : std::string(static_cast<std::size_t>(w ? w->as_int() : 4), ' ');
+    std::int64_t width = w && !w->is_string() ? w->as_int() : 4;
+    if (width < 0)
+        width = 0; // Python's ' ' * -1 is ''
+    check_growth(static_cast<std::uint64_t>(width));
+    std::string pad = w && w->is_string() ? w->as_string() : std::string(static_cast<std::size_t>(width), ' ');
     const value* first = arg(a, "first", 1);
     const value* blank = arg(a, "blank", 2);
     if (v.is_list())
@@ -265,6 +282,7 @@ value f_indent(const value& v, call_args& a) {
         if (i > 0 && (!line.empty() || (blank && blank->truthy())))
             out += pad;
         out += line;
+        check_growth(out.size() + pad.size());
     }
     if (first && first->truthy())
         out = pad + out;

@@ -1,6 +1,8 @@
 // JSON serialization with the exact output of Python's json.dumps (Hugging Face's `tojson` filter).
 #include "runtime/chat/evaluator.hpp"
 
+#include "runtime/chat/limits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,8 +19,11 @@ struct json_writer {
     std::string out;
 
     void newline(int level) {
+        // indent * level spaces, checked before they are written (tojson(indent=10**9) is one request).
+        std::uint64_t pad = static_cast<std::uint64_t>(indent) * static_cast<std::uint64_t>(level);
+        check_growth(out.size() + 1 + pad);
         out += '\n';
-        out.append(static_cast<std::size_t>(indent * level), ' ');
+        out.append(static_cast<std::size_t>(pad), ' ');
     }
     void write_string(const std::string& s);
     void write(const value& v, int level);
@@ -90,11 +95,13 @@ void json_writer::write_list(const value_list& items, int level) {
     }
     out += '[';
     for (std::size_t i = 0; i < items.size(); ++i) {
+        budget_step();
         if (i > 0)
             out += item_sep;
         if (indent >= 0)
             newline(level + 1);
         write(items[i], level + 1);
+        check_growth(out.size());
     }
     if (indent >= 0)
         newline(level);
@@ -129,9 +136,11 @@ void json_writer::write_dict(const value_dict& dict, int level) {
             out += item_sep;
         if (indent >= 0)
             newline(level + 1);
+        budget_step();
         write_key(items[i].first);
         out += key_sep;
         write(items[i].second, level + 1);
+        check_growth(out.size());
     }
     if (indent >= 0)
         newline(level);
@@ -162,11 +171,15 @@ void json_writer::write(const value& v, int level) {
         write_list(v.as_list(), level);
         return;
     case value::kind::dict:
+        // Namespaces are Python objects json.dumps refuses; refusing them also keeps cycles out.
+        if (v.as_dict().is_namespace)
+            break;
         write_dict(v.as_dict(), level);
         return;
     default:
-        fail("Object of type " + v.type_name() + " is not JSON serializable");
+        break;
     }
+    fail("Object of type " + v.type_name() + " is not JSON serializable");
 }
 
 } // namespace
@@ -181,8 +194,11 @@ std::string to_json(const value& v, int indent, const std::string& item_sep, con
 /// tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False), as transformers defines it.
 value tojson_filter(const value& input, const call_args& args) {
     int indent = -1;
-    if (const value* i = args.get("indent", 1); i && !i->is_none())
-        indent = static_cast<int>(i->as_int());
+    if (const value* i = args.get("indent", 1); i && !i->is_none()) {
+        std::int64_t n = i->as_int();
+        check_growth(n > 0 ? static_cast<std::uint64_t>(n) : 0);
+        indent = static_cast<int>(n < 0 ? 0 : n); // Python: a negative indent is no indent, with newlines
+    }
     std::string item_sep = indent >= 0 ? "," : ", ";
     std::string key_sep = ": ";
     if (const value* s = args.get("separators", 2); s && s->is_list() && s->as_list().size() == 2) {

@@ -1,8 +1,12 @@
 // Python methods of str, dict and list values that templates call (`s.strip()`, `d.items()`, `'{}'.format(x)`).
 #include "runtime/chat/evaluator.hpp"
 
+#include "runtime/chat/int_math.hpp"
+#include "runtime/chat/limits.hpp"
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 
 namespace sluice::chat {
@@ -121,6 +125,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
             if (count < 0 || n++ < count)
                 out += to;
             out += c;
+            check_growth(out.size());
         }
         if (count < 0 || n < count)
             out += to;
@@ -135,6 +140,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
             break;
         out.append(s, start, p - start);
         out += to;
+        check_growth(out.size());
         start = p + from.size();
         ++n;
     }
@@ -162,13 +168,18 @@ std::string format_string(const std::string& fmt, const call_args& args) {
             const value* v = nullptr;
             if (field.empty())
                 v = args.get("", auto_index++);
-            else if (std::isdigit(static_cast<unsigned char>(field[0])))
-                v = args.get("", std::stoul(field));
+            else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+                std::size_t index = 0;
+                if (std::from_chars(field.data(), field.data() + field.size(), index).ec != std::errc())
+                    fail("Too many decimal digits in format string", "ValueError");
+                v = args.get("", index);
+            }
             else
                 v = args.get(field, static_cast<std::size_t>(-1));
             if (!v)
                 fail("Replacement index out of range for positional args tuple", "IndexError");
             out += to_str(*v);
+            check_growth(out.size());
             i = close;
         } else {
             out += c;
@@ -222,6 +233,7 @@ value predicate_method(const std::string& s, const std::string& name);
 value case_method(const std::string& s, const std::string& name);
 
 value string_method(const std::string& s, const std::string& name, call_args& a) {
+    budget_step(s.size() / 256); // every string method walks the string at least once
     auto maxsplit = [&] {
         const value* m = a.get("maxsplit", 1);
         return m ? m->as_int() : std::int64_t{-1};
@@ -263,6 +275,7 @@ value string_method(const std::string& s, const std::string& name, call_args& a)
                 out += s;
             first = false;
             out += to_str(item);
+            check_growth(out.size());
         }
         return value(std::move(out));
     }
@@ -334,7 +347,9 @@ value dict_method(const value& self, const std::string& name, call_args& a) {
     }
     if (name == "copy") {
         value c = value::make_dict();
+        budget_charge(d.items.size() * sizeof(d.items[0]));
         c.as_dict().items = d.items;
+        c.as_dict().depth = d.depth;
         return c;
     }
     fail("'dict' object has no attribute '" + name + "'", "AttributeError");
@@ -400,12 +415,24 @@ std::string convert_one(const std::string& flags, char conversion, const value& 
         return to_str(x);
     if (conversion == 'r')
         return to_repr(x);
+    // The result must fit `buf`: widths and precisions are small in templates; larger ones are refused.
+    for (std::size_t i = 0; i < flags.size();) {
+        std::size_t j = i;
+        while (j < flags.size() && std::isdigit(static_cast<unsigned char>(flags[j])))
+            ++j;
+        if (j - i > 2)
+            fail("format width or precision above 99 is not supported", "ValueError");
+        i = j == i ? i + 1 : j;
+    }
     std::string spec = "%" + flags;
-    char buf[128];
+    char buf[128] = {};
     if (conversion == 'd' || conversion == 'i' || conversion == 'x' || conversion == 'X' || conversion == 'o') {
         spec += "ll";
         spec += conversion == 'i' ? 'd' : conversion;
-        std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<long long>(x.as_number()));
+        long long n = x.is_float()                ? checked_float_to_int(x.as_float())
+                      : x.is_int() || x.is_bool() ? x.as_int()
+                                                  : static_cast<long long>(x.as_number()); // as_number raises
+        std::snprintf(buf, sizeof buf, spec.c_str(), n);
     } else if (conversion == 'f' || conversion == 'F' || conversion == 'e' || conversion == 'E' || conversion == 'g' ||
                conversion == 'G') {
         spec += conversion;
@@ -439,6 +466,7 @@ std::string percent_format(const std::string& fmt, const value& args) {
                 fail("not enough arguments for format string");
             out += convert_one(fmt.substr(i + 1, j - i - 1), fmt[j], items[next++]);
         }
+        check_growth(out.size());
         i = j;
     }
     // Like CPython: a lone argument that can be subscripted (list, dict, undefined) may go unused.

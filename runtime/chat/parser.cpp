@@ -1,7 +1,9 @@
 // Jinja parser: recursive descent over statements and expressions, with jinja2's operator precedence.
 #include "runtime/chat/parser.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <initializer_list>
 #include <string_view>
 
@@ -10,7 +12,7 @@ namespace {
 
 class parser {
 public:
-    explicit parser(const std::vector<token>& tokens) : tokens_(tokens) {}
+    parser(const std::vector<token>& tokens, unsigned max_height) : tokens_(tokens), max_height_(max_height) {}
 
     stmt_list parse_body(std::initializer_list<std::string_view> end_tags);
     /// After a block tag's arguments: its `%}`, the body, and the closing `{% end_tag %}`.
@@ -69,6 +71,11 @@ private:
     expr_ptr parse_subscript(expr_ptr node);
     void parse_call_args(expr& node);
     expr_ptr make(expr_kind kind, int line, std::string name = {});
+    /// Raises `parent`'s height over `child`'s: a chain built by a loop (1~1~1..., x|f|f..., a.b.c...) grows
+    /// without recursion here, but evaluating or destroying it recurses, so its height is bounded.
+    void grow(expr& parent, const expr& child);
+    /// Appends `child` (may be null) to one of `parent`'s operand lists.
+    void adopt(expr& parent, std::vector<expr_ptr>& into, expr_ptr child);
 
     // Bounds recursion on hostile input such as ((((((... or - - - - x.
     static constexpr int max_depth = 200;
@@ -85,6 +92,7 @@ private:
         return depth_guard(&depth_);
     }
     const std::vector<token>& tokens_;
+    unsigned max_height_;
     std::size_t pos_ = 0;
     int depth_ = 0;
     int block_depth_ = 0;
@@ -142,6 +150,22 @@ expr_ptr parser::make(expr_kind kind, int line, std::string name) {
     e->line = line;
     e->name = std::move(name);
     return e;
+}
+
+void parser::grow(expr& parent, const expr& child) {
+    parent.height = std::max(parent.height, child.height + 1);
+    if (parent.height > max_height_) {
+        fail("line " + std::to_string(parent.line) +
+                 ": expression nested too deeply (the template exceeded max_depth = " + std::to_string(max_height_) +
+                 ")",
+             "TemplateLimitError");
+    }
+}
+
+void parser::adopt(expr& parent, std::vector<expr_ptr>& into, expr_ptr child) {
+    if (child)
+        grow(parent, *child);
+    into.push_back(std::move(child));
 }
 
 // Parses statements until a block tag whose keyword is in `end_tags` (left unconsumed) or the end.
@@ -352,7 +376,7 @@ expr_ptr parser::parse_tuple(bool with_condexpr, bool assignment) {
             auto n = make(expr_kind::name, peek().line, expect_identifier());
             if (accept_op(".")) {
                 auto a = make(expr_kind::attribute, n->line, expect_identifier());
-                a->operands.push_back(std::move(n));
+                adopt(*a, a->operands, std::move(n));
                 return a;
             }
             return n;
@@ -363,11 +387,11 @@ expr_ptr parser::parse_tuple(bool with_condexpr, bool assignment) {
     if (!is_op(","))
         return first;
     auto t = make(expr_kind::tuple, line);
-    t->operands.push_back(std::move(first));
+    adopt(*t, t->operands, std::move(first));
     while (accept_op(",")) {
         if (peek().kind == token_kind::block_end || peek().kind == token_kind::var_end || is_name("in") || is_op("="))
             break;
-        t->operands.push_back(parse_one());
+        adopt(*t, t->operands, parse_one());
     }
     return t;
 }
@@ -380,9 +404,9 @@ expr_ptr parser::parse_expression(bool with_condexpr) {
     while (is_name("if")) {
         int line = next().line;
         auto c = make(expr_kind::conditional, line);
-        c->operands.push_back(std::move(node));
-        c->operands.push_back(parse_or());
-        c->operands.push_back(accept_name("else") ? parse_expression() : nullptr);
+        adopt(*c, c->operands, std::move(node));
+        adopt(*c, c->operands, parse_or());
+        adopt(*c, c->operands, accept_name("else") ? parse_expression() : nullptr);
         node = std::move(c);
     }
     return node;
@@ -394,8 +418,8 @@ expr_ptr parser::parse_left_assoc(Match matches, Operand operand) {
     while (matches()) {
         const token& op = next();
         auto b = make(expr_kind::binary, op.line, op.text);
-        b->operands.push_back(std::move(left));
-        b->operands.push_back(operand());
+        adopt(*b, b->operands, std::move(left));
+        adopt(*b, b->operands, operand());
         left = std::move(b);
     }
     return left;
@@ -413,7 +437,7 @@ expr_ptr parser::parse_not() {
     depth_guard guard = enter();
     if (is_name("not")) {
         auto u = make(expr_kind::unary, next().line, "not");
-        u->operands.push_back(parse_not());
+        adopt(*u, u->operands, parse_not());
         return u;
     }
     return parse_compare();
@@ -440,10 +464,10 @@ expr_ptr parser::parse_compare() {
         }
         if (!node) {
             node = make(expr_kind::compare, line);
-            node->operands.push_back(std::move(first));
+            adopt(*node, node->operands, std::move(first));
         }
         node->ops.push_back(op);
-        node->operands.push_back(parse_math1());
+        adopt(*node, node->operands, parse_math1());
     }
     return node ? std::move(node) : std::move(first);
 }
@@ -468,7 +492,7 @@ expr_ptr parser::parse_unary(bool with_filter) {
     depth_guard guard = enter();
     if (is_op("-") || is_op("+")) {
         auto u = make(expr_kind::unary, peek().line, next().text);
-        u->operands.push_back(parse_unary(false));
+        adopt(*u, u->operands, parse_unary(false));
         return with_filter ? parse_filters(std::move(u)) : std::move(u);
     }
     expr_ptr node = parse_postfix(parse_primary());
@@ -503,14 +527,17 @@ expr_ptr parser::parse_primary() {
     case token_kind::integer: {
         auto lit = make(expr_kind::literal, line);
         std::int64_t v = 0;
-        const std::string& d = next().text;
-        std::from_chars(d.data(), d.data() + d.size(), v);
+        const token& digits = next();
+        const std::string& d = digits.text;
+        if (std::from_chars(d.data(), d.data() + d.size(), v).ec != std::errc())
+            error_at(digits, "integer literal " + d + " does not fit in 64 bits (template integers are 64-bit)");
         lit->literal = value(v);
         return lit;
     }
     case token_kind::floating: {
         auto lit = make(expr_kind::literal, line);
-        lit->literal = value(std::stod(next().text));
+        // strtod, not stod: 1e999 is inf in Python, not an exception.
+        lit->literal = value(std::strtod(next().text.c_str(), nullptr));
         return lit;
     }
     default:
@@ -529,11 +556,11 @@ expr_ptr parser::parse_container(int line) {
         expr_ptr inner = parse_expression();
         if (is_op(",")) {
             auto t2 = make(expr_kind::tuple, line);
-            t2->operands.push_back(std::move(inner));
+            adopt(*t2, t2->operands, std::move(inner));
             while (accept_op(",")) {
                 if (is_op(")"))
                     break;
-                t2->operands.push_back(parse_expression());
+                adopt(*t2, t2->operands, parse_expression());
             }
             inner = std::move(t2);
         }
@@ -547,7 +574,7 @@ expr_ptr parser::parse_container(int line) {
                 expect_op(",");
             if (accept_op("]"))
                 break;
-            l->operands.push_back(parse_expression());
+            adopt(*l, l->operands, parse_expression());
         }
         return l;
     }
@@ -558,9 +585,9 @@ expr_ptr parser::parse_container(int line) {
                 expect_op(",");
             if (accept_op("}"))
                 break;
-            d->operands.push_back(parse_expression());
+            adopt(*d, d->operands, parse_expression());
             expect_op(":");
-            d->operands.push_back(parse_expression());
+            adopt(*d, d->operands, parse_expression());
         }
         return d;
     }
@@ -576,11 +603,15 @@ expr_ptr parser::parse_postfix(expr_ptr node) {
                 error_at(t, "expected attribute name");
             auto a =
                 make(t.kind == token_kind::integer ? expr_kind::subscript : expr_kind::attribute, line, next().text);
-            a->operands.push_back(std::move(node));
+            adopt(*a, a->operands, std::move(node));
             if (a->kind == expr_kind::subscript) {
                 auto idx = make(expr_kind::literal, line);
-                idx->literal = value(static_cast<std::int64_t>(std::stoll(a->name)));
-                a->operands.push_back(std::move(idx));
+                std::int64_t index = 0;
+                if (std::from_chars(a->name.data(), a->name.data() + a->name.size(), index).ec != std::errc())
+                    error_at(t,
+                             "integer literal " + a->name + " does not fit in 64 bits (template integers are 64-bit)");
+                idx->literal = value(index);
+                adopt(*a, a->operands, std::move(idx));
             }
             node = std::move(a);
         } else if (is_op("[")) {
@@ -588,7 +619,7 @@ expr_ptr parser::parse_postfix(expr_ptr node) {
             node = parse_subscript(std::move(node));
         } else if (is_op("(")) {
             auto c = make(expr_kind::call, next().line);
-            c->operands.push_back(std::move(node));
+            adopt(*c, c->operands, std::move(node));
             parse_call_args(*c);
             node = std::move(c);
         } else {
@@ -617,14 +648,14 @@ expr_ptr parser::parse_subscript(expr_ptr node) {
         if (!parts[0])
             error_at(peek(), "expected subscript expression");
         auto s = make(expr_kind::subscript, line);
-        s->operands.push_back(std::move(node));
-        s->operands.push_back(std::move(parts[0]));
+        adopt(*s, s->operands, std::move(node));
+        adopt(*s, s->operands, std::move(parts[0]));
         return s;
     }
     auto s = make(expr_kind::slice, line);
-    s->operands.push_back(std::move(node));
+    adopt(*s, s->operands, std::move(node));
     for (auto& p : parts)
-        s->operands.push_back(std::move(p));
+        adopt(*s, s->operands, std::move(p));
     return s;
 }
 
@@ -640,9 +671,11 @@ void parser::parse_call_args(expr& node) {
         if (peek().kind == token_kind::name && is_op("=", 1)) {
             std::string key = next().text;
             next();
-            node.kwargs.emplace_back(std::move(key), parse_expression());
+            expr_ptr kwarg = parse_expression();
+            grow(node, *kwarg);
+            node.kwargs.emplace_back(std::move(key), std::move(kwarg));
         } else {
-            node.args.push_back(parse_expression());
+            adopt(node, node.args, parse_expression());
         }
     }
 }
@@ -654,7 +687,7 @@ expr_ptr parser::parse_filter_call(expr_ptr node) {
         name += "." + expect_identifier();
     auto f = make(expr_kind::filter, line, name);
     if (node)
-        f->operands.push_back(std::move(node));
+        adopt(*f, f->operands, std::move(node));
     if (accept_op("("))
         parse_call_args(*f);
     return f;
@@ -666,7 +699,7 @@ expr_ptr parser::parse_test(expr_ptr node) {
     std::string name = expect_identifier();
     auto t = make(expr_kind::test, line, name);
     t->negated = negated;
-    t->operands.push_back(std::move(node));
+    adopt(*t, t->operands, std::move(node));
     const token& n = peek();
     if (accept_op("(")) {
         parse_call_args(*t);
@@ -674,7 +707,7 @@ expr_ptr parser::parse_test(expr_ptr node) {
                 n.kind == token_kind::floating || is_op("[") || is_op("{")) &&
                !(n.kind == token_kind::name && (n.text == "else" || n.text == "or" || n.text == "and" ||
                                                 n.text == "if" || n.text == "in" || n.text == "not"))) {
-        t->args.push_back(parse_postfix(parse_primary()));
+        adopt(*t, t->args, parse_postfix(parse_primary()));
     }
     return t;
 }
@@ -691,7 +724,7 @@ expr_ptr parser::parse_filters(expr_ptr node, bool first_without_pipe) {
             node = parse_test(std::move(node));
         } else if (is_op("(") && node && node->kind == expr_kind::filter) {
             auto c = make(expr_kind::call, next().line);
-            c->operands.push_back(std::move(node));
+            adopt(*c, c->operands, std::move(node));
             parse_call_args(*c);
             node = std::move(c);
         } else {
@@ -702,9 +735,9 @@ expr_ptr parser::parse_filters(expr_ptr node, bool first_without_pipe) {
 
 } // namespace
 
-result<stmt_list> parse_tokens(const std::vector<token>& tokens) {
+result<stmt_list> parse_tokens(const std::vector<token>& tokens, unsigned max_height) {
     try {
-        parser p(tokens);
+        parser p(tokens, max_height);
         return p.parse_body({});
     } catch (const template_error& e) {
         return make_error(std::errc::invalid_argument, e.kind() + ": " + e.what());

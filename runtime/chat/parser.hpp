@@ -10,8 +10,9 @@
 namespace sluice::chat {
 
 /// Parses a token stream into top-level statements. Errors name the line and what was expected
-/// ("TemplateSyntaxError: line 3: unexpected end of template, expected 'endif'").
-result<stmt_list> parse_tokens(const std::vector<token>& tokens);
+/// ("TemplateSyntaxError: line 3: unexpected end of template, expected 'endif'"). An expression taller than
+/// `max_height` nodes is refused ("TemplateLimitError: ...").
+result<stmt_list> parse_tokens(const std::vector<token>& tokens, unsigned max_height);
 
 /// Fails ("TemplateAssertionError: line 2: No filter named 'x'.") when a filter or test that does not exist is
 /// used outside if statements and conditional expressions, as jinja2's compiler does.

@@ -3,6 +3,7 @@
 
 #include "runtime/chat/evaluator.hpp"
 #include "runtime/chat/lexer.hpp"
+#include "runtime/chat/limits.hpp"
 #include "runtime/chat/parser.hpp"
 
 namespace sluice::chat {
@@ -24,19 +25,37 @@ value range_global(call_args& a) {
     }
     if (step == 0)
         fail("range() arg 3 must not be zero", "ValueError");
-    // Templates are data from model files: bound what one call may allocate.
-    constexpr std::int64_t max_range = 1 << 20;
-    if ((stop - start) / step > max_range)
-        fail("range() too large (more than 1048576 items)", "OverflowError");
+    // The item count, computed without overflow (stop - start may not fit in 64 bits), checked first.
+    std::uint64_t count = 0;
+    if (step > 0 && stop > start) {
+        std::uint64_t span = static_cast<std::uint64_t>(stop) - static_cast<std::uint64_t>(start);
+        count = (span - 1) / static_cast<std::uint64_t>(step) + 1;
+    } else if (step < 0 && start > stop) {
+        std::uint64_t span = static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop);
+        std::uint64_t magnitude = 0 - static_cast<std::uint64_t>(step);
+        count = (span - 1) / magnitude + 1;
+    }
+    const std::size_t max_items = active_limits().max_value_bytes / sizeof(value);
+    if (count > max_items)
+        fail_limit("max_value_bytes", active_limits().max_value_bytes, "range() of more items than one list may hold");
     value_list out;
-    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+    out.reserve(static_cast<std::size_t>(count));
+    std::int64_t i = start;
+    for (std::uint64_t k = 0; k < count; ++k) {
         out.emplace_back(i);
+        i = static_cast<std::int64_t>(static_cast<std::uint64_t>(i) +
+                                      static_cast<std::uint64_t>(step)); // wraps only past the last item
+    }
     return value::make_list(std::move(out));
 }
 
 value dict_from_args(call_args& a, bool is_namespace) {
     value d = value::make_dict();
     d.as_dict().is_namespace = is_namespace;
+    if (is_namespace) {
+        if (auto* budget = render_budget::current())
+            budget->keep_namespace(d.dict_ptr());
+    }
     for (const auto& p : a.positional) {
         if (!p.is_dict())
             fail("dict() positional argument must be a mapping");
@@ -80,11 +99,11 @@ scope_ptr make_globals(const template_options& options) {
 
 } // namespace
 
-result<jinja_template> jinja_template::parse(std::string_view source, const template_options& options) {
+result<jinja_template> jinja_template::parse(std::string_view source, const template_options& options) try {
     auto tokens = tokenize(source, lexer_options{options.trim_blocks, options.lstrip_blocks});
     if (!tokens)
         return tokens.error();
-    auto body = parse_tokens(*tokens);
+    auto body = parse_tokens(*tokens, options.limits.max_depth);
     if (!body)
         return body.error();
     if (auto checked = check_names(*body); !checked)
@@ -93,10 +112,17 @@ result<jinja_template> jinja_template::parse(std::string_view source, const temp
     t.body_ = std::make_shared<const stmt_list>(std::move(*body));
     t.options_ = options;
     return t;
+} catch (const std::bad_alloc&) {
+    return make_error(std::errc::not_enough_memory, "MemoryError: out of memory while parsing the template");
+} catch (const std::exception& e) {
+    // A library error escaping the lexer or parser (a bug, not the template's fault) fails only this parse.
+    return make_error(std::errc::invalid_argument, std::string("InternalError: ") + e.what());
 }
 
 result<std::string> jinja_template::render(const value& variables) const {
     try {
+        // Declared first so that it outlives every value of this render (it empties the namespaces last).
+        render_budget budget(options_.limits);
         auto globals = make_globals(options_);
         auto top = std::make_shared<scope>();
         top->parent = globals;
@@ -110,6 +136,11 @@ result<std::string> jinja_template::render(const value& variables) const {
         return out;
     } catch (const template_error& e) {
         return make_error(std::errc::invalid_argument, e.kind() + ": " + e.what());
+    } catch (const std::bad_alloc&) {
+        return make_error(std::errc::not_enough_memory, "MemoryError: out of memory while rendering the template");
+    } catch (const std::exception& e) {
+        // A library error escaping a builtin (a bug, not the template's fault) still fails only this render.
+        return make_error(std::errc::invalid_argument, std::string("InternalError: ") + e.what());
     }
 }
 

@@ -1,6 +1,7 @@
 // Public API of the Jinja engine: parse a template once, render it with variables many times.
 #pragma once
 
+#include "runtime/chat/limits.hpp"
 #include "runtime/chat/value.hpp"
 #include "sluice/error.hpp"
 
@@ -20,6 +21,8 @@ struct template_options {
     bool lstrip_blocks = true; ///< remove spaces/tabs before a block tag at the start of its line
     /// Time `strftime_now` formats (UTC); unset means the current local time. Tests pin it for determinism.
     std::optional<std::time_t> fixed_time;
+    /// The sandbox: what parsing and each render may use (limits.hpp).
+    template_limits limits;
 };
 
 /// A parsed template. Immutable after parsing; `render` may be called concurrently from several threads.
@@ -31,7 +34,8 @@ public:
 
     /// Renders with `variables` (a dict value) on top of the globals (range, namespace, dict,
     /// raise_exception, strftime_now). Errors carry jinja2's exception name and message,
-    /// "TemplateError: <message>" for raise_exception, "UndefinedError: 'x' is undefined", ...
+    /// "TemplateError: <message>" for raise_exception, "UndefinedError: 'x' is undefined", ...; a limit of
+    /// options.limits exceeded gives "TemplateLimitError: the template exceeded max_steps = ...".
     result<std::string> render(const value& variables) const;
 
 private:

@@ -1,7 +1,9 @@
 // Python semantics of Jinja values: truthiness, equality, ordering, str() and repr().
 #include "runtime/chat/value.hpp"
+#include "runtime/chat/limits.hpp"
 #include "runtime/tokenizer/unicode.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +14,9 @@ void fail(std::string message, std::string kind) {
     throw template_error(std::move(kind), std::move(message));
 }
 
+// Lookups are linear: a dict copied key by key costs its square, so they count as steps (limits.hpp).
 value* value_dict::find(std::string_view key) {
+    budget_step(1 + items.size() / 8);
     for (auto& [k, v] : items) {
         if (k == key)
             return &v;
@@ -21,6 +25,7 @@ value* value_dict::find(std::string_view key) {
 }
 
 const value* value_dict::find(std::string_view key) const {
+    budget_step(1 + items.size() / 8);
     for (const auto& [k, v] : items) {
         if (k == key)
             return &v;
@@ -28,11 +33,28 @@ const value* value_dict::find(std::string_view key) const {
     return nullptr;
 }
 
+namespace {
+
+// The nesting of a container holding an item of `item_nesting`, refused past max_nesting.
+std::uint32_t nest(std::uint32_t item_nesting) {
+    const unsigned limit = active_limits().max_nesting;
+    if (item_nesting + 1 > limit)
+        fail_limit("max_nesting", limit, "lists and dicts inside one another");
+    return item_nesting + 1;
+}
+
+} // namespace
+
+static_assert(sizeof(value) <= 32, "values stay small: limits count list slots in sizeof(value)");
+
 void value_dict::set(std::string key, value v) {
+    if (!is_namespace)
+        depth = std::max(depth, nest(v.nesting()));
     if (value* existing = find(key)) {
         *existing = std::move(v);
         return;
     }
+    budget_charge(sizeof(items[0]) + key.size());
     items.emplace_back(std::move(key), std::move(v));
 }
 
@@ -54,6 +76,81 @@ const value* call_args::get(std::string_view name, std::size_t index) const {
     if (index < positional.size())
         return &positional[index];
     return nullptr;
+}
+
+value::value(std::string s) {
+    budget_charge(s.size());
+    data_ = shared_text{std::make_shared<const std::string>(std::move(s))};
+}
+
+value::value(markup_text m) {
+    budget_charge(m.text.size());
+    data_ = shared_markup{std::make_shared<const std::string>(std::move(m.text))};
+}
+
+value::value(std::shared_ptr<value_list> l) {
+    std::uint32_t deepest = 0;
+    for (const auto& item : *l)
+        deepest = std::max(deepest, item.nesting());
+    budget_charge(l->size() * sizeof(value));
+    data_ = list_ref{std::move(l), false, nest(deepest)};
+}
+
+value::value(std::shared_ptr<generator_value> g) {
+    std::uint32_t deepest = 0;
+    for (const auto& item : g->items)
+        deepest = std::max(deepest, item.nesting());
+    budget_charge(g->items.size() * sizeof(value));
+    g->depth = nest(deepest);
+    data_ = std::move(g);
+}
+
+const std::string& value::undefined_hint() const {
+    static const undefined_detail plain;
+    const auto& d = get<undefined_info>("Undefined").detail;
+    return d ? d->hint : plain.hint;
+}
+
+const std::string& value::undefined_kind() const {
+    static const undefined_detail plain;
+    const auto& d = get<undefined_info>("Undefined").detail;
+    return d ? d->kind : plain.kind;
+}
+
+std::uint32_t value::nesting() const noexcept {
+    switch (type()) {
+    case kind::list:
+        return std::get<list_ref>(data_).depth;
+    case kind::dict: {
+        const auto& d = *std::get<std::shared_ptr<value_dict>>(data_);
+        return d.is_namespace ? 0 : d.depth;
+    }
+    case kind::generator:
+        return std::get<std::shared_ptr<generator_value>>(data_)->depth;
+    default:
+        return 0;
+    }
+}
+
+void value::fail_wrong_type(const char* wanted) const {
+    std::string message = "expected ";
+    message += wanted;
+    message += ", got '";
+    message += type_name();
+    message += "'";
+    fail(std::move(message));
+}
+
+std::int64_t value::as_int() const {
+    if (const auto* b = std::get_if<bool>(&data_))
+        return *b ? 1 : 0;
+    if (const auto* i = std::get_if<std::int64_t>(&data_))
+        return *i;
+    // Built by appending: GCC 12 misreports operator+ chains (-Wrestrict).
+    std::string message = "'";
+    message += type_name();
+    message += "' object cannot be interpreted as an integer";
+    fail(std::move(message));
 }
 
 double value::as_number() const {
@@ -157,6 +254,9 @@ bool equals(const value& a, const value& b) {
         return true;
     }
     case value::kind::dict: {
+        // A namespace is a plain Python object: equal only to itself (and never walked, so cycles are safe).
+        if (a.as_dict().is_namespace || b.as_dict().is_namespace)
+            return &a.as_dict() == &b.as_dict();
         const auto& x = a.as_dict().items;
         const auto& y = b.as_dict();
         if (x.size() != y.items.size())
@@ -259,7 +359,83 @@ static std::string repr_string(const std::string& s) {
     return out;
 }
 
-std::string to_repr(const value& v) {
+namespace {
+
+// Python's repr of containers, written into one string: a list or dict met again inside itself prints as
+// "[...]" / "{...}" as Python's reprlib guard does (only namespaces make cycles), and nesting deeper than
+// max_nesting (a chain of namespaces) raises RecursionError as Python does past its recursion limit.
+struct repr_writer {
+    std::string out;
+    std::vector<const void*> open; // containers being written
+
+    bool enter(const void* p) {
+        if (std::find(open.begin(), open.end(), p) != open.end())
+            return false;
+        if (open.size() >= active_limits().max_nesting)
+            fail("maximum recursion depth exceeded while getting the repr of an object", "RecursionError");
+        open.push_back(p);
+        return true;
+    }
+    void append(std::string_view s) {
+        out += s;
+        check_growth(out.size());
+    }
+    void write_items(const value_dict& d) {
+        bool first = true;
+        for (const auto& [k, item] : d.items) {
+            if (!first)
+                append(", ");
+            first = false;
+            write(key_value(k));
+            append(": ");
+            write(item);
+        }
+    }
+    void write_list(const value& v) {
+        const value_list& items = v.as_list();
+        if (!enter(&items)) {
+            append(v.is_tuple() ? "(...)" : "[...]");
+            return;
+        }
+        append(v.is_tuple() ? "(" : "[");
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            budget_step();
+            if (i > 0)
+                append(", ");
+            write(items[i]);
+        }
+        append(v.is_tuple() ? (items.size() == 1 ? ",)" : ")") : "]");
+        open.pop_back();
+    }
+    // A namespace prints as "<Namespace {attrs}>"; like Python, the guard is on the attribute dict, so a
+    // namespace met again inside itself prints as "<Namespace {...}>".
+    void write_dict(const value_dict& d) {
+        if (d.is_namespace)
+            append("<Namespace ");
+        if (!enter(&d)) {
+            append("{...}");
+        } else {
+            append("{");
+            write_items(d);
+            append("}");
+            open.pop_back();
+        }
+        if (d.is_namespace)
+            append(">");
+    }
+    void write(const value& v) {
+        budget_step();
+        if (v.is_list())
+            write_list(v);
+        else if (v.is_dict())
+            write_dict(v.as_dict());
+        else
+            append(scalar_repr(v));
+    }
+    static std::string scalar_repr(const value& v);
+};
+
+std::string repr_writer::scalar_repr(const value& v) {
     switch (v.type()) {
     case value::kind::undefined:
         return "Undefined";
@@ -273,40 +449,23 @@ std::string to_repr(const value& v) {
         return float_repr(v.as_float());
     case value::kind::string:
         return repr_string(v.as_string());
-    case value::kind::list: {
-        std::string out = v.is_tuple() ? "(" : "[";
-        bool first = true;
-        for (const auto& item : v.as_list()) {
-            if (!first)
-                out += ", ";
-            first = false;
-            out += to_repr(item);
-        }
-        if (v.is_tuple())
-            return out + (v.as_list().size() == 1 ? ",)" : ")");
-        return out + "]";
-    }
-    case value::kind::dict: {
-        if (v.as_dict().is_namespace)
-            return "<Namespace>";
-        std::string out = "{";
-        bool first = true;
-        for (const auto& [k, item] : v.as_dict().items) {
-            if (!first)
-                out += ", ";
-            first = false;
-            out += to_repr(key_value(k)) + ": " + to_repr(item);
-        }
-        return out + "}";
-    }
     case value::kind::function:
         return "<function " + v.as_function().name + ">";
     case value::kind::markup:
         return "Markup(" + repr_string(v.as_string()) + ")";
     case value::kind::generator:
         return "<" + v.as_generator().type_name + " object>";
+    default:
+        return "";
     }
-    return "";
+}
+
+} // namespace
+
+std::string to_repr(const value& v) {
+    repr_writer w;
+    w.write(v);
+    return std::move(w.out);
 }
 
 std::string to_str(const value& v) {
@@ -326,7 +485,7 @@ std::string dict_key(const value& v) {
     std::string key(1, '\x01');
     if (v.is_bool())
         key += v.as_bool() ? "1" : "0";
-    else if (v.is_float() && v.as_float() == std::floor(v.as_float()))
+    else if (v.is_float() && v.as_float() == std::floor(v.as_float()) && std::fabs(v.as_float()) < 9.2e18)
         key += std::to_string(static_cast<std::int64_t>(v.as_float()));
     else if (v.is_int() || v.is_float() || v.is_none())
         key += to_repr(v);
@@ -413,6 +572,7 @@ std::size_t utf8_length(std::string_view s) {
 }
 
 std::vector<std::string> utf8_chars(std::string_view s) {
+    budget_step(s.size() / 16); // one string per character
     std::vector<std::string> out;
     for (std::size_t i = 0; i < s.size();) {
         std::size_t j = i + 1;

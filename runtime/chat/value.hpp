@@ -37,6 +37,9 @@ using value_list = std::vector<value>;
 struct value_dict {
     std::vector<std::pair<std::string, value>> items;
     bool is_namespace = false;
+    /// Nesting of lists and dicts (1 for a dict of scalars); namespaces count as scalars inside it. Kept by
+    /// set(); whoever assigns `items` directly sets it too.
+    std::uint32_t depth = 1;
 
     value* find(std::string_view key);
     const value* find(std::string_view key) const;
@@ -70,17 +73,34 @@ struct markup_text {
 struct generator_value {
     std::string type_name; // "generator" or "list_reverseiterator"
     value_list items;
+    std::uint32_t depth = 1; // set when it becomes a value
 };
 
-/// A list or tuple: the same shared items; tuples only print and compare differently.
+/// A list or tuple: the same shared items; tuples only print and compare differently. `depth` is the
+/// nesting of lists and dicts inside it (1 for a list of scalars), fixed at construction: lists never change.
 struct list_ref {
     std::shared_ptr<value_list> items;
     bool is_tuple = false;
+    std::uint32_t depth = 1;
 };
 
+/// Text shared by every copy of a value: copying a string value never copies its bytes.
+struct shared_text {
+    std::shared_ptr<const std::string> text;
+};
+/// The same for Markup text.
+struct shared_markup {
+    std::shared_ptr<const std::string> text;
+};
+
+/// Why a value is undefined: the message raised when it is used in a way that needs a value, and the exception
+/// raised then ("SecurityError" for unsafe attributes). Shared, so that a value stays small (32 bytes).
+struct undefined_detail {
+    std::string hint;
+    std::string kind = "UndefinedError";
+};
 struct undefined_info {
-    std::string hint;                    // message raised when the undefined value is used in a way that needs a value
-    std::string kind = "UndefinedError"; // exception raised then ("SecurityError" for unsafe attributes)
+    std::shared_ptr<const undefined_detail> detail; // null: no hint, UndefinedError
 };
 
 /// A dynamically typed Jinja value. Lists and dicts are shared by reference, as in Python.
@@ -94,26 +114,29 @@ public:
     value(int i) : data_(std::int64_t{i}) {}
     value(std::int64_t i) : data_(i) {}
     value(double d) : data_(d) {}
-    value(std::string s) : data_(std::move(s)) {}
-    value(std::string_view s) : data_(std::string(s)) {}
-    value(const char* s) : data_(std::string(s)) {}
-    value(std::shared_ptr<value_list> l) : data_(list_ref{std::move(l), false}) {}
+    // Values built while a render runs are charged to its budget (limits.hpp); lists and generators deeper
+    // than max_nesting are refused.
+    value(std::string s);
+    value(std::string_view s) : value(std::string(s)) {}
+    value(const char* s) : value(std::string(s)) {}
+    value(std::shared_ptr<value_list> l);
     value(std::shared_ptr<value_dict> d) : data_(std::move(d)) {}
     value(std::shared_ptr<function_value> f) : data_(std::move(f)) {}
-    value(markup_text m) : data_(std::move(m)) {}
-    value(std::shared_ptr<generator_value> g) : data_(std::move(g)) {}
+    value(markup_text m);
+    value(std::shared_ptr<generator_value> g);
 
     /// An undefined value whose misuse raises UndefinedError with `hint`.
     static value undefined(std::string hint, std::string kind = "UndefinedError") {
         value v;
-        v.data_ = undefined_info{std::move(hint), std::move(kind)};
+        v.data_ = undefined_info{
+            std::make_shared<const undefined_detail>(undefined_detail{std::move(hint), std::move(kind)})};
         return v;
     }
     static value make_list(value_list items = {}) { return value(std::make_shared<value_list>(std::move(items))); }
     /// A Python tuple (from `(a, b)` literals and dict item pairs): prints as "(a, b)".
     static value make_tuple(value_list items) {
-        value v;
-        v.data_ = list_ref{std::make_shared<value_list>(std::move(items)), true};
+        value v = make_list(std::move(items));
+        std::get<list_ref>(v.data_).is_tuple = true;
         return v;
     }
     static value make_dict() { return value(std::make_shared<value_dict>()); }
@@ -135,23 +158,28 @@ public:
     bool is_dict() const noexcept { return type() == kind::dict; }
     bool is_function() const noexcept { return type() == kind::function; }
 
-    bool as_bool() const { return std::get<bool>(data_); }
-    std::int64_t as_int() const { return std::get<std::int64_t>(data_); }
-    double as_float() const { return std::get<double>(data_); }
+    // The accessors raise a TypeError (a template error, never a crash) when the value is of another type.
+    bool as_bool() const { return get<bool>("bool"); }
+    std::int64_t as_int() const;
+    double as_float() const { return get<double>("float"); }
     /// Numeric value of a bool/int/float as double.
     double as_number() const;
     const std::string& as_string() const {
-        if (const auto* m = std::get_if<markup_text>(&data_))
-            return m->text;
-        return std::get<std::string>(data_);
+        if (const auto* m = std::get_if<shared_markup>(&data_))
+            return *m->text;
+        return *get<shared_text>("str").text;
     }
-    generator_value& as_generator() const { return *std::get<std::shared_ptr<generator_value>>(data_); }
-    value_list& as_list() const { return *std::get<list_ref>(data_).items; }
+    generator_value& as_generator() const { return *get<std::shared_ptr<generator_value>>("generator"); }
+    value_list& as_list() const { return *get<list_ref>("list").items; }
     bool is_tuple() const noexcept { return is_list() && std::get<list_ref>(data_).is_tuple; }
-    value_dict& as_dict() const { return *std::get<std::shared_ptr<value_dict>>(data_); }
-    const function_value& as_function() const { return *std::get<std::shared_ptr<function_value>>(data_); }
-    const std::string& undefined_hint() const { return std::get<undefined_info>(data_).hint; }
-    const std::string& undefined_kind() const { return std::get<undefined_info>(data_).kind; }
+    value_dict& as_dict() const { return *get<std::shared_ptr<value_dict>>("dict"); }
+    /// The shared dict itself (namespaces are kept by their identity).
+    const std::shared_ptr<value_dict>& dict_ptr() const { return get<std::shared_ptr<value_dict>>("dict"); }
+    const function_value& as_function() const { return *get<std::shared_ptr<function_value>>("function"); }
+    const std::string& undefined_hint() const;
+    const std::string& undefined_kind() const;
+    /// Nesting of lists, dicts and generators (0 for scalars, functions and namespaces).
+    std::uint32_t nesting() const noexcept;
 
     /// Python truthiness (undefined is false).
     bool truthy() const;
@@ -161,8 +189,16 @@ public:
     std::string type_name() const;
 
 private:
-    std::variant<undefined_info, std::monostate, bool, std::int64_t, double, std::string, list_ref,
-                 std::shared_ptr<value_dict>, std::shared_ptr<function_value>, markup_text,
+    template <class T>
+    const T& get(const char* wanted) const {
+        if (const T* p = std::get_if<T>(&data_))
+            return *p;
+        fail_wrong_type(wanted);
+    }
+    [[noreturn]] void fail_wrong_type(const char* wanted) const;
+
+    std::variant<undefined_info, std::monostate, bool, std::int64_t, double, shared_text, list_ref,
+                 std::shared_ptr<value_dict>, std::shared_ptr<function_value>, shared_markup,
                  std::shared_ptr<generator_value>>
         data_;
 };

@@ -168,6 +168,17 @@ result<convert_summary> convert_into(const std::filesystem::path& dir, const std
     if (!ckpt) {
         return ckpt.error();
     }
+    // FP8 weights with block scales and packed integer weights read back dequantised; --type requantises them.
+    if (cfg->fp8_block) {
+        if (auto r = ckpt->attach_block_scales((*cfg->fp8_block)[0], (*cfg->fp8_block)[1]); !r) {
+            return r.error();
+        }
+    }
+    if (cfg->packed_int) {
+        if (auto r = ckpt->attach_packed_int((*cfg->packed_int)[0], (*cfg->packed_int)[1]); !r) {
+            return r.error();
+        }
+    }
     auto sources = map_tensors(*cfg, *ckpt, (*arch)->tensors(cfg->hp));
     if (!sources) {
         return sources.error();

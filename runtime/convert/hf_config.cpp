@@ -2,6 +2,8 @@
 #include "runtime/convert/hf_config.hpp"
 
 #include "runtime/convert/hf_config_hybrid.hpp"
+#include "runtime/convert/hf_config_moe_family.hpp"
+#include "runtime/convert/hf_fields.hpp"
 
 #include <boost/json.hpp>
 
@@ -14,73 +16,9 @@ namespace json = boost::json;
 
 namespace {
 
-error field_error(std::string_view field, std::string_view why) {
-    return make_error(std::errc::invalid_argument,
-                      "config.json: field " + std::string(field) + ": " + std::string(why));
-}
-
-error unsupported(std::string_view field, std::string_view why) {
-    return make_error(std::errc::not_supported, "config.json: field " + std::string(field) + ": " + std::string(why));
-}
-
-/// Typed, checked access to the config object; absent and null fields count as missing.
-class fields {
-public:
-    explicit fields(const json::object& o) : o_(o) {}
-
-    [[nodiscard]] const json::value* find(std::string_view key) const {
-        const auto* v = o_.if_contains(key);
-        return v == nullptr || v->is_null() ? nullptr : v;
-    }
-
-    result<std::uint32_t> u32(std::string_view key) const {
-        const auto* v = find(key);
-        if (v == nullptr) {
-            return field_error(key, "missing");
-        }
-        const bool ok =
-            (v->is_int64() && v->get_int64() >= 0 && v->get_int64() <= std::numeric_limits<std::uint32_t>::max()) ||
-            (v->is_uint64() && v->get_uint64() <= std::numeric_limits<std::uint32_t>::max());
-        if (!ok) {
-            return field_error(key, "expected an unsigned 32-bit integer, found " + json::serialize(*v));
-        }
-        return static_cast<std::uint32_t>(v->is_int64() ? v->get_int64() : static_cast<std::int64_t>(v->get_uint64()));
-    }
-
-    /// `key`, or `other` when only `other` is present (a field transformers 5 renamed).
-    [[nodiscard]] std::string_view either(std::string_view key, std::string_view other) const {
-        return find(key) == nullptr && find(other) != nullptr ? other : key;
-    }
-
-    result<std::uint32_t> u32_or(std::string_view key, std::uint32_t fallback) const {
-        return find(key) ? u32(key) : result<std::uint32_t>(fallback);
-    }
-
-    result<double> number_or(std::string_view key, double fallback) const {
-        const auto* v = find(key);
-        if (v == nullptr) {
-            return fallback;
-        }
-        if (!v->is_number()) {
-            return field_error(key, "expected a number, found " + json::serialize(*v));
-        }
-        return v->to_number<double>();
-    }
-
-    result<std::optional<bool>> boolean(std::string_view key) const {
-        const auto* v = find(key);
-        if (v == nullptr) {
-            return std::optional<bool>{};
-        }
-        if (!v->is_bool()) {
-            return field_error(key, "expected true or false, found " + json::serialize(*v));
-        }
-        return std::optional<bool>{v->get_bool()};
-    }
-
-private:
-    const json::object& o_;
-};
+using detail::field_error;
+using detail::fields;
+using detail::unsupported;
 
 struct class_entry {
     std::string_view hf_class;
@@ -89,10 +27,18 @@ struct class_entry {
 };
 
 constexpr class_entry classes[] = {
-    {"LlamaForCausalLM", hf_family::llama, "llama"},          {"MistralForCausalLM", hf_family::llama, "llama"},
-    {"MixtralForCausalLM", hf_family::mixtral, "llama"},      {"Qwen2ForCausalLM", hf_family::qwen2, "qwen2"},
-    {"Qwen3ForCausalLM", hf_family::qwen3, "qwen3"},          {"Qwen2MoeForCausalLM", hf_family::qwen2moe, "qwen2moe"},
-    {"Qwen3MoeForCausalLM", hf_family::qwen3moe, "qwen3moe"}, {"OlmoeForCausalLM", hf_family::olmoe, "olmoe"},
+    {"LlamaForCausalLM", hf_family::llama, "llama"},
+    {"MistralForCausalLM", hf_family::llama, "llama"},
+    {"MixtralForCausalLM", hf_family::mixtral, "llama"},
+    {"Qwen2ForCausalLM", hf_family::qwen2, "qwen2"},
+    {"Qwen3ForCausalLM", hf_family::qwen3, "qwen3"},
+    {"Qwen2MoeForCausalLM", hf_family::qwen2moe, "qwen2moe"},
+    {"Qwen3MoeForCausalLM", hf_family::qwen3moe, "qwen3moe"},
+    {"OlmoeForCausalLM", hf_family::olmoe, "olmoe"},
+    {"DeepseekV2ForCausalLM", hf_family::deepseek2, "deepseek2"},
+    {"DeepseekV3ForCausalLM", hf_family::deepseek2, "deepseek2"},
+    {"KimiK25ForConditionalGeneration", hf_family::deepseek2, "deepseek2"},
+    {"Glm4MoeForCausalLM", hf_family::glm4moe, "glm4moe"},
     {"Qwen3_5MoeForCausalLM", hf_family::qwen35moe, "qwen35moe"},
     {"Qwen3_5MoeForConditionalGeneration", hf_family::qwen35moe, "qwen35moe"},
     {"Qwen3_5ForCausalLM", hf_family::qwen35, "qwen35"},
@@ -100,14 +46,8 @@ constexpr class_entry classes[] = {
     {"Qwen3NextForCausalLM", hf_family::qwen3next, "qwen3next"},
 };
 
-#define SLUICE_CONFIG_TRY(target, expr)                                                                                \
-    do {                                                                                                               \
-        auto try_value_ = (expr);                                                                                      \
-        if (!try_value_) {                                                                                             \
-            return std::move(try_value_).error();                                                                      \
-        }                                                                                                              \
-        target = *try_value_;                                                                                          \
-    } while (false)
+/// Kimi-K2.5 nests the language model's config in text_config and its tensors under language_model.
+constexpr std::string_view nested_text_class = "KimiK25ForConditionalGeneration";
 
 /// rope_scaling (transformers 4) or rope_parameters (transformers 5): absent, {"type"|"rope_type": "default"} or
 /// linear with a factor. rope_parameters may also carry rope_theta.
@@ -155,7 +95,8 @@ result<void> read_rope_scaling(const fields& f, models::model_hparams& hp) {
 
 /// Features some configs carry that the GGUF architectures cannot express.
 result<void> reject_unsupported(const fields& f, hf_family family) {
-    const bool biased_family = family == hf_family::qwen2 || family == hf_family::qwen2moe;
+    const bool biased_family =
+        family == hf_family::qwen2 || family == hf_family::qwen2moe || family == hf_family::glm4moe;
     if (auto b = f.boolean("attention_bias"); !b) {
         return b.error();
     } else if (!biased_family && b->value_or(false)) {
@@ -176,7 +117,7 @@ result<void> reject_unsupported(const fields& f, hf_family family) {
     }
     if (auto p = f.number_or("partial_rotary_factor", 1.0); !p) {
         return p.error();
-    } else if (*p != 1.0 && !is_hybrid_family(family)) {
+    } else if (*p != 1.0 && family != hf_family::glm4moe && !is_hybrid_family(family)) {
         return unsupported("partial_rotary_factor", "partial rotary embeddings are not supported");
     }
     if (const auto* act = f.find("hidden_act"); act && (!act->is_string() || act->get_string() != "silu")) {
@@ -222,6 +163,9 @@ result<void> read_experts(const fields& f, hf_family family, models::model_hpara
         SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         hp.n_ff_exp = hp.n_ff;
         break;
+    case hf_family::deepseek2:
+    case hf_family::glm4moe:
+        return {}; // read_moe_family
     }
     SLUICE_CONFIG_TRY(hp.n_expert_used, f.u32("num_experts_per_tok"));
     if (hp.n_expert == 0 || hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert) {
@@ -256,6 +200,47 @@ result<void> read_sizes(const fields& f, bool dense_ff_required, models::model_h
     return {};
 }
 
+/// Everything below the class: sizes, rope, experts, flags and quantization, from the language model's fields
+/// `f` (the root, or text_config: Kimi-K2.5, Qwen3.5's ...ForConditionalGeneration) whose object is `text`, and,
+/// for quantization_config and tie_word_embeddings, the root `root`.
+result<hf_model_config> parse_language_model(const fields& f, const json::object& text, const fields& root,
+                                             hf_model_config cfg) {
+    auto& hp = cfg.hp;
+    if (auto r = reject_unsupported(f, cfg.family); !r) {
+        return r.error();
+    }
+    if (auto r = read_sizes(f, cfg.family != hf_family::qwen35moe, hp); !r) {
+        return r.error();
+    }
+    const bool moe_family = cfg.family == hf_family::deepseek2 || cfg.family == hf_family::glm4moe;
+    if (auto r = moe_family ? detail::read_moe_family(f, cfg) : read_rope_scaling(f, hp); !r) {
+        return r.error();
+    }
+    if (auto r = read_experts(f, cfg.family, hp); !r) {
+        return r.error();
+    }
+    if (is_hybrid_family(cfg.family)) {
+        if (auto r = read_hybrid_config(text, cfg.family, cfg); !r) {
+            return r.error();
+        }
+    }
+    if (auto r = detail::read_quantization(f.find("quantization_config") ? f : root, cfg); !r) {
+        return r.error();
+    }
+    // Flags.
+    if (auto tied = (f.find("tie_word_embeddings") ? f : root).boolean("tie_word_embeddings"); !tied) {
+        return tied.error();
+    } else {
+        cfg.tied_embeddings = tied->value_or(false);
+    }
+    if (auto norm = f.boolean("norm_topk_prob"); !norm) {
+        return norm.error();
+    } else {
+        cfg.norm_topk_prob = *norm;
+    }
+    return cfg;
+}
+
 } // namespace
 
 result<hf_model_config> parse_hf_config(std::string_view config_json) {
@@ -265,8 +250,8 @@ result<hf_model_config> parse_hf_config(std::string_view config_json) {
         return make_error(std::errc::bad_message,
                           "config.json: not a JSON object" + (ec ? " (" + ec.message() + ")" : std::string()));
     }
-    const fields top(root.get_object());
-    const auto* archs = top.find("architectures");
+    const fields f(root.get_object());
+    const auto* archs = f.find("architectures");
     if (archs == nullptr || !archs->is_array() || archs->get_array().empty() || !archs->get_array()[0].is_string()) {
         return field_error("architectures", "expected a list naming the model class");
     }
@@ -283,46 +268,20 @@ result<hf_model_config> parse_hf_config(std::string_view config_json) {
                            "model class " + cfg.hf_class + " is not supported (supported: " + known + ")");
     }
     cfg.family = entry->family;
-    // Multimodal classes keep the language model's fields in text_config.
-    const auto* text_config = top.find("text_config");
-    if (text_config != nullptr && !text_config->is_object()) {
-        return field_error("text_config", "expected an object");
-    }
-    const json::object& model_fields = text_config ? text_config->get_object() : root.get_object();
-    const fields f(model_fields);
     auto& hp = cfg.hp;
     hp.arch = std::string(entry->arch);
-    if (auto r = reject_unsupported(f, cfg.family); !r) {
-        return r.error();
+    // Qwen3.5's ...ForConditionalGeneration classes keep the language model's fields in text_config too, but their
+    // tensor names are mapped by tensor_map.
+    const bool nested = cfg.hf_class == nested_text_class || (is_hybrid_family(cfg.family) && f.find("text_config"));
+    const json::value* text = nested ? f.find("text_config") : &root;
+    if (text == nullptr || !text->is_object()) {
+        return field_error("text_config", "expected the language model's config object");
     }
-
-    if (auto r = read_sizes(f, cfg.family != hf_family::qwen35moe, hp); !r) {
-        return r.error();
+    if (cfg.hf_class == nested_text_class) {
+        cfg.tensor_prefix = "language_model.";
     }
-    if (auto r = read_rope_scaling(f, hp); !r) {
-        return r.error();
-    }
-    if (auto r = read_experts(f, cfg.family, hp); !r) {
-        return r.error();
-    }
-    if (is_hybrid_family(cfg.family)) {
-        if (auto r = read_hybrid_config(model_fields, cfg.family, cfg); !r) {
-            return r.error();
-        }
-    }
-
-    // Flags.
-    if (auto tied = (f.find("tie_word_embeddings") ? f : top).boolean("tie_word_embeddings"); !tied) {
-        return tied.error();
-    } else {
-        cfg.tied_embeddings = tied->value_or(false);
-    }
-    if (auto norm = f.boolean("norm_topk_prob"); !norm) {
-        return norm.error();
-    } else {
-        cfg.norm_topk_prob = *norm;
-    }
-    return cfg;
+    return parse_language_model(fields(text->get_object(), text != &root ? "text_config." : ""), text->get_object(), f,
+                                std::move(cfg));
 }
 
 } // namespace sluice::convert

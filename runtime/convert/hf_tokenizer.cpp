@@ -40,6 +40,8 @@ std::string_view pre_name(tk::pre_tokenizer_kind kind) {
         return "gpt-4o";
     case k::qwen35:
         return "qwen35";
+    case k::kimi_k2:
+        return "kimi-k2";
     }
     return "default";
 }
@@ -235,7 +237,10 @@ result<void> check_round_trip(const tk::vocab& v, const gguf::metadata& kv) {
 } // namespace
 
 result<void> write_hf_tokenizer(const std::filesystem::path& dir, std::uint32_t n_vocab, gguf::metadata& kv) {
-    auto tokenizer_json = read_text_file(dir / "tokenizer.json");
+    std::error_code exists_ec;
+    const bool tiktoken = !std::filesystem::exists(dir / "tokenizer.json", exists_ec) &&
+                          std::filesystem::exists(dir / "tiktoken.model", exists_ec);
+    auto tokenizer_json = read_text_file(dir / (tiktoken ? "tiktoken.model" : "tokenizer.json"));
     if (!tokenizer_json) {
         return tokenizer_json.error();
     }
@@ -247,11 +252,15 @@ result<void> write_hf_tokenizer(const std::filesystem::path& dir, std::uint32_t 
             return r->error();
         }
     }
-    auto v = tk::vocab_from_hf_json(*tokenizer_json, *config_json);
+    // Kimi-K2 ships tiktoken.model instead of tokenizer.json.
+    auto v = tiktoken ? tk::vocab_from_tiktoken(*tokenizer_json, *config_json)
+                      : tk::vocab_from_hf_json(*tokenizer_json, *config_json);
     if (!v) {
         return v.error();
     }
-    read_post_processor(parse_object(*tokenizer_json), parse_object(*config_json), *v);
+    if (!tiktoken) {
+        read_post_processor(parse_object(*tokenizer_json), parse_object(*config_json), *v);
+    }
     read_model_config_ids(parse_object(*model_config), *v);
     if (v->chat_template.empty()) {
         v->chat_template = std::move(*jinja);

@@ -3,6 +3,7 @@
 
 #include "io/reader.hpp"
 #include "kernels/quant.hpp"
+#include "runtime/convert/fp8.hpp"
 #include "runtime/convert/text_file.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -36,11 +37,11 @@ struct dtype_info {
 };
 
 constexpr dtype_info dtypes[] = {
-    {"F32", st_dtype::f32, 4},    {"F16", st_dtype::f16, 2},       {"BF16", st_dtype::bf16, 2},
-    {"F64", st_dtype::other, 8},  {"I64", st_dtype::other, 8},     {"U64", st_dtype::other, 8},
-    {"I32", st_dtype::other, 4},  {"U32", st_dtype::other, 4},     {"I16", st_dtype::other, 2},
-    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},      {"U8", st_dtype::other, 1},
-    {"BOOL", st_dtype::other, 1}, {"F8_E4M3", st_dtype::other, 1}, {"F8_E5M2", st_dtype::other, 1},
+    {"F32", st_dtype::f32, 4},    {"F16", st_dtype::f16, 2},         {"BF16", st_dtype::bf16, 2},
+    {"F64", st_dtype::other, 8},  {"I64", st_dtype::other, 8},       {"U64", st_dtype::other, 8},
+    {"I32", st_dtype::other, 4},  {"U32", st_dtype::other, 4},       {"I16", st_dtype::other, 2},
+    {"U16", st_dtype::other, 2},  {"I8", st_dtype::other, 1},        {"U8", st_dtype::other, 1},
+    {"BOOL", st_dtype::other, 1}, {"F8_E4M3", st_dtype::f8_e4m3, 1}, {"F8_E5M2", st_dtype::other, 1},
 };
 
 const dtype_info* find_dtype(std::string_view name) {
@@ -328,19 +329,213 @@ result<checkpoint> checkpoint::open(const std::filesystem::path& dir) {
     return c;
 }
 
+result<void> checkpoint::attach_block_scales(std::uint32_t block_rows, std::uint32_t block_cols) {
+    constexpr std::string_view suffix = "weight_scale_inv";
+    if (block_rows == 0 || block_cols == 0) {
+        return make_error(std::errc::invalid_argument, "FP8 block size must be positive");
+    }
+    // Check every scale against its weight first (find() indexes tensors_ as it is), then split the list.
+    std::vector<st_tensor> kept;
+    for (const auto& t : tensors_) {
+        if (!t.name.ends_with(suffix)) {
+            continue;
+        }
+        const std::string weight = t.name.substr(0, t.name.size() - suffix.size()) + "weight";
+        const st_tensor* w = find(weight);
+        if (w == nullptr) {
+            return bad_file("tensor " + t.name + ": block scales without a tensor " + weight);
+        }
+        if (w->dtype != st_dtype::f8_e4m3 || w->shape.size() != 2) {
+            return bad_file("tensor " + weight + ": block scales need a 2-D F8_E4M3 matrix, found " + w->dtype_name +
+                            " " + shape_string(w->shape));
+        }
+        const std::uint64_t expect[2] = {(w->shape[0] + block_rows - 1) / block_rows,
+                                         (w->shape[1] + block_cols - 1) / block_cols};
+        if (t.dtype != st_dtype::f32 || t.shape.size() != 2 || t.shape[0] != expect[0] || t.shape[1] != expect[1]) {
+            return bad_file("tensor " + t.name + ": expected F32 " + shape_string(expect) + " for blocks of " +
+                            std::to_string(block_rows) + "x" + std::to_string(block_cols) + " of " + weight + " " +
+                            shape_string(w->shape) + ", found " + t.dtype_name + " " + shape_string(t.shape));
+        }
+    }
+    for (auto& t : tensors_) {
+        (t.name.ends_with(suffix) ? scales_ : kept).push_back(std::move(t));
+    }
+    tensors_ = std::move(kept);
+    index_.clear();
+    for (std::size_t i = 0; i < tensors_.size(); ++i) {
+        index_.emplace(tensors_[i].name, i);
+    }
+    for (std::size_t i = 0; i < scales_.size(); ++i) {
+        const auto& name = scales_[i].name;
+        auto& w = tensors_[index_.at(name.substr(0, name.size() - suffix.size()) + "weight")];
+        w.block_scale = static_cast<std::int32_t>(i);
+        w.block_rows = block_rows;
+        w.block_cols = block_cols;
+    }
+    for (const auto& t : tensors_) {
+        if (t.dtype == st_dtype::f8_e4m3 && t.block_scale < 0) {
+            return bad_file("tensor " + t.name + ": F8_E4M3 without a " + t.name + "_scale_inv block-scale tensor");
+        }
+    }
+    return {};
+}
+
+result<void> checkpoint::apply_scales(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
+    const st_tensor& scale = scales_[static_cast<std::size_t>(t.block_scale)];
+    const std::uint64_t first_block = first_row / t.block_rows;
+    const std::uint64_t last_block = (first_row + n_rows - 1) / t.block_rows;
+    std::vector<float> scales((last_block - first_block + 1) * scale.row_elems());
+    if (auto r = read_rows(scale, first_block, last_block - first_block + 1, scales.data()); !r) {
+        return r;
+    }
+    apply_block_scales(out, first_row, n_rows, t.row_elems(), scales.data(), scale.row_elems(), t.block_rows,
+                       t.block_cols);
+    return {};
+}
+
+result<void> checkpoint::read_fp8_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
+    const std::uint64_t cols = t.row_elems();
+    std::vector<std::byte> raw(n_rows * cols);
+    if (auto r = state_->read(state_->files[t.file], t.offset + first_row * cols, raw); !r) {
+        return r.error().with_context("tensor " + t.name);
+    }
+    fp8_e4m3_to_float(reinterpret_cast<const std::uint8_t*>(raw.data()), out, raw.size());
+    return apply_scales(t, first_row, n_rows, out);
+}
+
+result<void> checkpoint::read_packed_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows,
+                                          float* out) {
+    const std::uint64_t cols = t.row_elems();
+    const std::uint64_t words = (cols * t.packed_bits + 31) / 32;
+    std::vector<std::byte> raw(n_rows * words * 4);
+    if (auto r = state_->read(state_->files[t.file], t.offset + first_row * words * 4, raw); !r) {
+        return r.error().with_context("tensor " + t.name);
+    }
+    const std::uint32_t mask = (1u << t.packed_bits) - 1;
+    const int offset = 1 << (t.packed_bits - 1);
+    const std::uint32_t per_word = 32 / t.packed_bits;
+    for (std::uint64_t r = 0; r < n_rows; ++r) {
+        const std::byte* row = raw.data() + r * words * 4;
+        for (std::uint64_t c = 0; c < cols; ++c) {
+            const std::byte* w = row + (c / per_word) * 4;
+            const std::uint32_t word =
+                std::to_integer<std::uint32_t>(w[0]) | std::to_integer<std::uint32_t>(w[1]) << 8 |
+                std::to_integer<std::uint32_t>(w[2]) << 16 | std::to_integer<std::uint32_t>(w[3]) << 24;
+            const auto q = static_cast<int>((word >> ((c % per_word) * t.packed_bits)) & mask);
+            out[r * cols + c] = static_cast<float>(q - offset);
+        }
+    }
+    return apply_scales(t, first_row, n_rows, out);
+}
+
+result<void> checkpoint::attach_packed_int(std::uint32_t bits, std::uint32_t group_size) {
+    constexpr std::string_view packed_suffix = "weight_packed";
+    if (bits != 4 && bits != 8) {
+        return make_error(std::errc::not_supported, "packed integer weights of " + std::to_string(bits) +
+                                                        " bits are not supported (4 and 8 are)");
+    }
+    if (group_size == 0) {
+        return make_error(std::errc::invalid_argument, "packed integer weights: group size must be positive");
+    }
+    std::vector<st_tensor> assembled;
+    std::vector<std::string> parts;
+    for (const auto& t : tensors_) {
+        if (!t.name.ends_with(packed_suffix)) {
+            continue;
+        }
+        const std::string base = t.name.substr(0, t.name.size() - packed_suffix.size());
+        const st_tensor* scale = find(base + "weight_scale");
+        const st_tensor* shape = find(base + "weight_shape");
+        if (find(base + "weight_zero_point") != nullptr) {
+            return make_error(std::errc::not_supported,
+                              "tensor " + base + "weight_zero_point: asymmetric packed weights are not supported");
+        }
+        if (scale == nullptr || shape == nullptr || find(base + "weight") != nullptr) {
+            return bad_file("tensor " + t.name + ": needs " + base + "weight_scale and " + base +
+                            "weight_shape, and no " + base + "weight beside it");
+        }
+        if (shape->dtype_name != "I64" || shape->shape != std::vector<std::uint64_t>{2}) {
+            return bad_file("tensor " + shape->name + ": expected I64 [2], found " + shape->dtype_name + " " +
+                            shape_string(shape->shape));
+        }
+        std::byte dims_raw[16];
+        if (auto r = state_->read(state_->files[shape->file], shape->offset, dims_raw); !r) {
+            return r.error().with_context("tensor " + shape->name);
+        }
+        std::uint64_t dims[2] = {0, 0};
+        for (int d = 0; d < 2; ++d) {
+            for (int b = 7; b >= 0; --b) {
+                dims[d] = (dims[d] << 8) | std::to_integer<std::uint64_t>(dims_raw[d * 8 + b]);
+            }
+        }
+        const std::uint64_t words = (dims[1] * bits + 31) / 32;
+        if (dims[0] == 0 || dims[1] == 0 || dims[1] > (std::uint64_t{1} << 32) || t.dtype_name != "I32" ||
+            t.shape != std::vector<std::uint64_t>{dims[0], words}) {
+            return bad_file("tensor " + t.name + ": expected I32 " + shape_string(std::vector{dims[0], words}) +
+                            " for " + shape_string(dims) + " at " + std::to_string(bits) + " bits, found " +
+                            t.dtype_name + " " + shape_string(t.shape));
+        }
+        const std::uint64_t groups = (dims[1] + group_size - 1) / group_size;
+        const bool float_scale =
+            scale->dtype == st_dtype::f32 || scale->dtype == st_dtype::f16 || scale->dtype == st_dtype::bf16;
+        if (!float_scale || scale->shape != std::vector<std::uint64_t>{dims[0], groups}) {
+            return bad_file("tensor " + scale->name + ": expected F32/F16/BF16 " +
+                            shape_string(std::vector{dims[0], groups}) + ", found " + scale->dtype_name + " " +
+                            shape_string(scale->shape));
+        }
+        st_tensor w = t;
+        w.name = base + "weight";
+        w.dtype = st_dtype::int_packed;
+        w.dtype_name = "I32 (int" + std::to_string(bits) + " packed)";
+        w.shape = {dims[0], dims[1]};
+        w.packed_bits = bits;
+        w.block_rows = 1;
+        w.block_cols = group_size;
+        w.block_scale = static_cast<std::int32_t>(scales_.size());
+        scales_.push_back(*scale);
+        assembled.push_back(std::move(w));
+        parts.insert(parts.end(), {t.name, scale->name, shape->name});
+    }
+    std::vector<st_tensor> kept;
+    for (auto& t : tensors_) {
+        if (std::find(parts.begin(), parts.end(), t.name) == parts.end()) {
+            kept.push_back(std::move(t));
+        }
+    }
+    for (auto& w : assembled) {
+        kept.push_back(std::move(w));
+    }
+    tensors_ = std::move(kept);
+    index_.clear();
+    for (std::size_t i = 0; i < tensors_.size(); ++i) {
+        index_.emplace(tensors_[i].name, i);
+    }
+    return {};
+}
+
 result<void> checkpoint::read_rows(const st_tensor& t, std::uint64_t first_row, std::uint64_t n_rows, float* out) {
-    if (t.dtype == st_dtype::other) {
-        return make_error(std::errc::not_supported,
-                          "tensor " + t.name + ": dtype " + t.dtype_name + " is not supported (F32, F16, BF16 are)");
+    const bool scaled_fp8 = t.dtype == st_dtype::f8_e4m3 && t.block_scale >= 0;
+    if (t.dtype == st_dtype::other || (t.dtype == st_dtype::f8_e4m3 && !scaled_fp8)) {
+        return make_error(
+            std::errc::not_supported,
+            "tensor " + t.name + ": dtype " + t.dtype_name +
+                " is not supported (F32, F16, BF16, F8_E4M3 with weight_scale_inv block scales, and packed int4/int8 "
+                "with group scales are)");
     }
     if (first_row > t.rows() || n_rows > t.rows() - first_row) {
         return make_error(std::errc::invalid_argument, "tensor " + t.name + ": rows out of range");
     }
-    const std::uint64_t elem = t.dtype == st_dtype::f32 ? 4 : 2;
-    const std::uint64_t n = n_rows * t.row_elems();
-    if (n == 0) {
+    if (n_rows * t.row_elems() == 0) {
         return {};
     }
+    if (scaled_fp8) {
+        return read_fp8_rows(t, first_row, n_rows, out);
+    }
+    if (t.dtype == st_dtype::int_packed) {
+        return read_packed_rows(t, first_row, n_rows, out);
+    }
+    const std::uint64_t elem = t.dtype == st_dtype::f32 ? 4 : 2;
+    const std::uint64_t n = n_rows * t.row_elems();
     const std::uint64_t offset = t.offset + first_row * t.row_elems() * elem;
     if (t.dtype == st_dtype::f32) {
         if (auto r = state_->read(state_->files[t.file], offset, {reinterpret_cast<std::byte*>(out), n * 4}); !r) {

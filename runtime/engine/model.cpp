@@ -11,38 +11,68 @@
 
 namespace sluice {
 
+/// Everything a loaded model holds.
+struct model::state {
+    std::filesystem::path path;
+    model_options options;
+    std::unique_ptr<gguf::model_files> files;
+    const models::architecture* arch = nullptr;
+    models::model_hparams hp;
+    models::model_weights weights;
+    memory_plan plan;
+    std::optional<tokenizer::tokenizer> vocab;
+    std::optional<chat::template_source> chat_template;
+    std::unique_ptr<runtime::compute_pool> pool;
+    std::unique_ptr<experts::expert_source> experts;
+    const experts::expert_cache* cache = nullptr; ///< `experts` when it is a cache
+};
+
+model::model() : state_(std::make_unique<state>()) {}
 model::~model() = default;
 
+const model_options& model::options() const noexcept { return state_->options; }
+const std::filesystem::path& model::path() const noexcept { return state_->path; }
+std::uint64_t model::resident_bytes() const noexcept { return state_->weights.resident_bytes(); }
+bool model::streams_experts() const noexcept { return state_->plan.streams(); }
+std::uint32_t model::training_context() const noexcept { return state_->hp.n_ctx_train; }
+std::uint32_t model::vocab_size() const noexcept { return static_cast<std::uint32_t>(state_->vocab->size()); }
+const models::model_hparams& model::hparams() const noexcept { return state_->hp; }
+const models::architecture& model::arch() const noexcept { return *state_->arch; }
+const tokenizer::tokenizer& model::vocab() const noexcept { return *state_->vocab; }
+const std::optional<chat::template_source>& model::chat_template() const noexcept { return state_->chat_template; }
+const memory_plan& model::plan() const noexcept { return state_->plan; }
+runtime::compute_pool& model::pool() noexcept { return *state_->pool; }
+const models::model_weights& model::weights() const noexcept { return state_->weights; }
+experts::expert_source& model::experts() noexcept { return *state_->experts; }
+
 experts::expert_cache_counters model::expert_counters() const {
-    if (cache_ == nullptr) {
+    if (state_->cache == nullptr) {
         experts::expert_cache_counters none;
-        none.layers.resize(hp_.n_layer);
+        none.layers.resize(state_->hp.n_layer);
         return none;
     }
-    return cache_->counters();
+    return state_->cache->counters();
 }
 
 boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesystem::path path, model_options options,
                                                                    load_progress progress) {
-    if (options.kv_type != kernels::quant_type::f16 && options.kv_type != kernels::quant_type::f32) {
-        co_return make_error(std::errc::invalid_argument, "the KV cache type must be f16 or f32");
-    }
-    std::shared_ptr<model> m(new model());
-    m->path_ = path;
+    std::shared_ptr<model> owner(new model());
+    auto* m = owner->state_.get();
+    m->path = path;
     auto files = gguf::model_files::open(path);
     if (!files) {
         co_return files.error();
     }
-    m->files_ = std::make_unique<gguf::model_files>(std::move(*files));
-    const auto& kv = m->files_->kv();
-    auto hp = models::load_hparams(kv, m->arch_);
+    m->files = std::make_unique<gguf::model_files>(std::move(*files));
+    const auto& kv = m->files->kv();
+    auto hp = models::load_hparams(kv, m->arch);
     if (!hp) {
         co_return hp.error().with_context(path.string());
     }
-    m->hp_ = std::move(*hp);
-    if (m->hp_.n_vocab == 0) {
-        if (const auto* emb = m->files_->find_tensor(models::tensor_name(models::tensor_kind::token_embd))) {
-            m->hp_.n_vocab = static_cast<std::uint32_t>(emb->ne[1]);
+    m->hp = std::move(*hp);
+    if (m->hp.n_vocab == 0) {
+        if (const auto* emb = m->files->find_tensor(models::tensor_name(models::tensor_kind::token_embd))) {
+            m->hp.n_vocab = static_cast<std::uint32_t>(emb->ne[1]);
         }
     }
     auto vocab = tokenizer::vocab_from_gguf(kv);
@@ -53,33 +83,33 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     if (!tok) {
         co_return tok.error().with_context(path.string());
     }
-    if (tok->size() > m->hp_.n_vocab) {
+    if (tok->size() > m->hp.n_vocab) {
         co_return make_error(std::errc::invalid_argument,
                              path.string() + ": the tokenizer has " + std::to_string(tok->size()) +
-                                 " tokens but the model only " + std::to_string(m->hp_.n_vocab));
+                                 " tokens but the model only " + std::to_string(m->hp.n_vocab));
     }
-    m->tokenizer_.emplace(std::move(*tok));
+    m->vocab.emplace(std::move(*tok));
     if (kv.contains(gguf::keys::chat_template)) {
         if (auto t = chat::gguf_template_source(kv)) { // the header is parsed already: no second read
-            m->template_ = std::move(*t);
+            m->chat_template = std::move(*t);
         }
     }
     if (options.n_ctx == 0) {
-        options.n_ctx = std::min<std::uint32_t>(m->hp_.n_ctx_train, 4096);
+        options.n_ctx = std::min<std::uint32_t>(m->hp.n_ctx_train, 4096);
     }
     if (options.n_threads == 0) {
         options.n_threads = std::max(1u, std::thread::hardware_concurrency());
     }
-    m->options_ = options;
+    m->options = options;
     auto reader = io::make_reader(co_await boost::asio::this_coro::executor, options.io);
     if (!reader) {
         co_return reader.error();
     }
     // The memory plan: everything resident, or the routed experts streamed through a cache of what is left.
-    if (auto checked = models::check_tensors(*m->files_, *m->arch_, m->hp_); !checked) {
+    if (auto checked = models::check_tensors(*m->files, *m->arch, m->hp); !checked) {
         co_return checked.error().with_context(path.string());
     }
-    auto layout = experts::make_expert_layout(*m->files_, m->hp_);
+    auto layout = experts::make_expert_layout(*m->files, m->hp);
     if (!layout) {
         co_return layout.error().with_context(path.string());
     }
@@ -89,49 +119,49 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     in.n_seq = std::max(1u, options.n_seq);
     in.n_batch = options.n_batch;
     in.n_threads = options.n_threads;
-    in.kv_type = options.kv_type;
+    in.kv_type = options.kv_type == kv_cache_type::f32 ? kernels::quant_type::f32 : kernels::quant_type::f16;
     in.disk_bandwidth = options.disk_bandwidth;
-    in.cache_layout = models::cache_layout_of(*m->arch_, m->hp_);
-    auto plan = plan_memory(*m->files_, m->hp_, *layout, in);
+    in.cache_layout = models::cache_layout_of(*m->arch, m->hp);
+    auto plan = plan_memory(*m->files, m->hp, *layout, in);
     if (!plan) {
         co_return plan.error().with_context(path.string());
     }
-    m->plan_ = std::move(*plan);
-    if (m->plan_.streams() && options.disk_bandwidth <= 0) {
+    m->plan = std::move(*plan);
+    if (m->plan.streams() && options.disk_bandwidth <= 0) {
         // The speed bound needs the disk's random-read bandwidth: a short probe on the model file itself.
-        auto measured = co_await probe_disk_bandwidth(**reader, *m->files_, *layout);
+        auto measured = co_await probe_disk_bandwidth(**reader, *m->files, *layout);
         if (measured) {
             auto again = in;
             again.disk_bandwidth = *measured;
-            if (auto replanned = plan_memory(*m->files_, m->hp_, *layout, again)) {
-                m->plan_ = std::move(*replanned);
+            if (auto replanned = plan_memory(*m->files, m->hp, *layout, again)) {
+                m->plan = std::move(*replanned);
             }
         }
     }
     // The reader belongs to the loading executor, which may be gone when the model is used: keep it local.
-    auto weights = co_await models::model_weights::load(**reader, *m->files_, *m->arch_, m->hp_, progress,
-                                                        m->plan_.streams());
+    auto weights = co_await models::model_weights::load(**reader, *m->files, *m->arch, m->hp, progress,
+                                                        m->plan.streams());
     if (!weights) {
         co_return weights.error().with_context(path.string());
     }
-    m->weights_ = std::move(*weights);
-    m->pool_ = std::make_unique<runtime::compute_pool>(options.n_threads);
-    if (m->plan_.streams()) {
+    m->weights = std::move(*weights);
+    m->pool = std::make_unique<runtime::compute_pool>(options.n_threads);
+    if (m->plan.streams()) {
         experts::expert_cache_options cache_options;
-        cache_options.slots = m->plan_.cache_slots;
+        cache_options.slots = m->plan.cache_slots;
         cache_options.prefetch = options.prefetch;
         cache_options.policy = options.cache_policy;
         cache_options.io = options.io;
-        auto cache = experts::expert_cache::create(*m->files_, std::move(*layout), cache_options);
+        auto cache = experts::expert_cache::create(*m->files, std::move(*layout), cache_options);
         if (!cache) {
             co_return cache.error().with_context(path.string());
         }
-        m->cache_ = cache->get();
-        m->experts_ = std::move(*cache);
+        m->cache = cache->get();
+        m->experts = std::move(*cache);
     } else {
-        m->experts_ = std::make_unique<experts::resident_experts>(m->weights_);
+        m->experts = std::make_unique<experts::resident_experts>(m->weights);
     }
-    co_return m;
+    co_return owner;
 }
 
 } // namespace sluice

@@ -1,6 +1,13 @@
 // Sessions and token streams: prompt rendering, prefix reuse, prefill, then one decode step per next().
 #include "runtime/engine/session.hpp"
 
+#include "runtime/chat/content_guard.hpp"
+#include "runtime/generate/sampler.hpp"
+#include "runtime/generate/stop_strings.hpp"
+#include "runtime/models/forward.hpp"
+#include "runtime/models/kv_cache.hpp"
+#include "runtime/tokenizer/stream_decoder.hpp"
+
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
@@ -37,29 +44,72 @@ std::string_view to_string(finish_reason r) noexcept {
     return "stop";
 }
 
+/// A session's sequence: its cache, the forward pass that fills it, and the tokens it holds.
+struct session::state {
+    state(std::shared_ptr<model> m, std::uint32_t n_ctx)
+        : model_(std::move(m)),
+          cache_(models::cache_layout_of(model_->arch(), model_->hparams()), n_ctx ? n_ctx : model_->options().n_ctx,
+                 model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32
+                                                                 : kernels::quant_type::f16),
+          runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
+                  model_->options().n_batch) {}
+
+    std::shared_ptr<model> model_;
+    models::kv_cache cache_;
+    models::forward_runner runner_;
+    std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
+};
+
+/// One generation's progress.
+struct token_stream::state {
+    state(session& s, generate_request req);
+    boost::asio::awaitable<result<std::optional<token_event>>> next_step();
+    boost::asio::awaitable<result<void>> start();
+    std::optional<token_event> finish(finish_reason reason);
+    std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
+                                          double ms);
+    [[nodiscard]] model& owner() const noexcept { return *seq_->model_; }
+
+    session* session_;
+    session::state* seq_;
+    generate_request req_;
+    runtime::sampler sampler_;
+    runtime::stop_matcher stops_;
+    std::optional<tokenizer::stream_decoder> decoder_;
+    generation_summary summary_;
+    std::vector<std::int32_t> prompt_;
+    std::vector<std::int32_t> generated_;
+    std::vector<float> logits_;
+    bool started_ = false;
+    bool ended_ = false;
+    bool pending_ = false; ///< logits_ hold the distribution of the next token
+};
+
 session::session(std::shared_ptr<model> m, std::uint32_t n_ctx)
-    : model_(std::move(m)),
-      cache_(models::cache_layout_of(model_->arch(), model_->hparams()), n_ctx ? n_ctx : model_->options().n_ctx,
-             model_->options().kv_type),
-      runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
-              model_->options().n_batch) {}
+    : state_(std::make_unique<state>(std::move(m), n_ctx)) {}
+
+session::~session() = default;
+
+model& session::owner() noexcept { return *state_->model_; }
+std::uint32_t session::context_size() const noexcept { return state_->cache_.capacity(); }
+std::uint32_t session::tokens_in_context() const noexcept { return state_->cache_.size(); }
 
 token_stream session::generate(generate_request request) {
     return token_stream(*this, std::move(request));
 }
 
 void session::reset() noexcept {
-    cache_.truncate(0);
-    history_.clear();
+    state_->cache_.truncate(0);
+    state_->history_.clear();
 }
 
 result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request& request) const {
     if (!request.prompt_tokens.empty()) {
         return request.prompt_tokens;
     }
-    const auto& tok = model_->vocab();
+    const auto& tok = state_->model_->vocab();
     if (!request.messages.empty()) {
-        const auto& tmpl = model_->chat_template();
+        const auto& tmpl = state_->model_->chat_template();
         if (!tmpl) {
             return make_error(std::errc::invalid_argument, "the model has no chat template");
         }
@@ -69,11 +119,25 @@ result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request&
         inputs.kwargs = request.template_kwargs;
         inputs.bos_token = tmpl->bos_token;
         inputs.eos_token = tmpl->eos_token;
-        auto text = chat::render_chat(tmpl->text, inputs);
-        if (!text) {
-            return text.error();
+        chat::template_options topts;
+        topts.limits = state_->model_->options().template_limits;
+        auto parsed = chat::jinja_template::parse(tmpl->text, topts);
+        if (!parsed) {
+            return parsed.error();
         }
-        return tok.encode(*text, {.add_special = false, .parse_special = true});
+        if (state_->model_->options().special_tokens_in_content) {
+            auto text = chat::render_chat(*parsed, inputs);
+            if (!text) {
+                return text.error();
+            }
+            return tok.encode(*text, {.add_special = false, .parse_special = true});
+        }
+        auto prompt = chat::render_chat_guarded(*parsed, inputs, tok.control_texts());
+        if (!prompt) {
+            return prompt.error();
+        }
+        return tok.encode(prompt->text,
+                          {.add_special = false, .parse_special = true, .literal_spans = prompt->literal_spans});
     }
     auto ids = tok.encode(request.prompt, {.add_special = true, .parse_special = true});
     if (ids.empty()) {
@@ -84,20 +148,29 @@ result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request&
 
 boost::asio::awaitable<result<void>> session::evaluate(std::span<const std::int32_t> tokens,
                                                        std::vector<float>& logits) {
-    auto r = co_await runner_.forward(cache_, tokens, models::logits_mode::all, logits);
+    auto r = co_await state_->runner_.forward(state_->cache_, tokens, models::logits_mode::all, logits);
     if (r) {
-        history_.insert(history_.end(), tokens.begin(), tokens.end());
+        state_->history_.insert(state_->history_.end(), tokens.begin(), tokens.end());
     }
     co_return r;
 }
 
 token_stream::token_stream(session& s, generate_request req)
-    : session_(&s), req_(std::move(req)),
-      sampler_(runtime::validate(req_.sampling) ? req_.sampling : runtime::sampling_params{},
+    : state_(std::make_unique<state>(s, std::move(req))) {}
+token_stream::token_stream(token_stream&&) noexcept = default;
+token_stream& token_stream::operator=(token_stream&&) noexcept = default;
+token_stream::~token_stream() = default;
+
+const generation_summary& token_stream::summary() const noexcept { return state_->summary_; }
+const std::vector<std::int32_t>& token_stream::tokens() const noexcept { return state_->generated_; }
+
+token_stream::state::state(session& s, generate_request req)
+    : session_(&s), seq_(s.state_.get()), req_(std::move(req)),
+      sampler_(runtime::validate(req_.sampling) ? req_.sampling : sampling_params{},
                s.owner().hparams().n_vocab),
       stops_(req_.stop) {}
 
-boost::asio::awaitable<result<void>> token_stream::start() {
+boost::asio::awaitable<result<void>> token_stream::state::start() {
     started_ = true;
     if (auto v = runtime::validate(req_.sampling); !v) {
         co_return v.error();
@@ -107,8 +180,8 @@ boost::asio::awaitable<result<void>> token_stream::start() {
         co_return prompt.error();
     }
     prompt_ = std::move(*prompt);
-    auto& cache = session_->cache_;
-    auto& history = session_->history_;
+    auto& cache = seq_->cache_;
+    auto& history = seq_->history_;
     if (prompt_.size() >= cache.capacity()) {
         co_return make_error(std::errc::invalid_argument, "the prompt has " + std::to_string(prompt_.size()) +
                                                               " tokens; the context holds " +
@@ -127,13 +200,13 @@ boost::asio::awaitable<result<void>> token_stream::start() {
     history.resize(reuse);
     summary_.prompt_tokens = static_cast<std::uint32_t>(prompt_.size());
     summary_.cached_tokens = static_cast<std::uint32_t>(reuse);
-    decoder_.emplace(session_->owner().vocab(), tokenizer::decode_options{.skip_special = true});
+    decoder_.emplace(owner().vocab(), tokenizer::decode_options{.skip_special = true});
     for (const auto t : prompt_) {
         sampler_.accept(t);
     }
     const auto t0 = clock_type::now();
     const std::span<const std::int32_t> rest(prompt_.data() + reuse, prompt_.size() - reuse);
-    auto r = co_await session_->runner_.forward(cache, rest, models::logits_mode::last, logits_);
+    auto r = co_await seq_->runner_.forward(cache, rest, models::logits_mode::last, logits_);
     if (!r) {
         co_return r;
     }
@@ -143,7 +216,7 @@ boost::asio::awaitable<result<void>> token_stream::start() {
     co_return result<void>{};
 }
 
-std::optional<token_event> token_stream::finish(finish_reason reason) {
+std::optional<token_event> token_stream::state::finish(finish_reason reason) {
     ended_ = true;
     summary_.finished = true;
     summary_.reason = reason;
@@ -167,8 +240,8 @@ std::optional<token_event> token_stream::finish(finish_reason reason) {
     return ev;
 }
 
-std::optional<token_event> token_stream::take_token(std::int32_t token, float logprob,
-                                                    std::vector<runtime::token_logprob> top, double ms) {
+std::optional<token_event> token_stream::state::take_token(std::int32_t token, float logprob,
+                                                           std::vector<token_logprob> top, double ms) {
     sampler_.accept(token);
     generated_.push_back(token);
     ++summary_.completion_tokens;
@@ -192,12 +265,12 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::next() 
     // chain stops throwing on cancellation while a step runs and gets the caller's setting back afterwards.
     const bool throws = co_await boost::asio::this_coro::throw_if_cancelled();
     co_await boost::asio::this_coro::throw_if_cancelled(false);
-    auto r = co_await next_step();
+    auto r = co_await state_->next_step();
     co_await boost::asio::this_coro::throw_if_cancelled(throws);
     co_return r;
 }
 
-boost::asio::awaitable<result<std::optional<token_event>>> token_stream::next_step() {
+boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::next_step() {
     if (ended_) {
         co_return std::optional<token_event>{};
     }
@@ -215,30 +288,30 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::next_st
         co_return finish(finish_reason::length);
     }
     if (!pending_) {
-        auto& cache = session_->cache_;
+        auto& cache = seq_->cache_;
         if (cache.size() >= cache.capacity()) {
             co_return finish(finish_reason::context_full);
         }
         const std::int32_t last = generated_.back();
-        auto r = co_await session_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
+        auto r = co_await seq_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
         if (!r) {
             ended_ = true;
             co_return r.error();
         }
-        session_->history_.push_back(last);
+        seq_->history_.push_back(last);
         pending_ = true;
         if (co_await cancelled()) {
             co_return finish(finish_reason::cancelled);
         }
     }
-    std::vector<runtime::token_logprob> top;
+    std::vector<token_logprob> top;
     const auto chosen = sampler_.sample_detailed(logits_, req_.top_logprobs, top);
     pending_ = false;
     const double ms = ms_since(t0);
     if (summary_.completion_tokens > 0 || !started_) {
         summary_.decode_ms += ms;
     }
-    if (!req_.ignore_eos && session_->owner().vocab().is_end_of_generation(chosen.token)) {
+    if (!req_.ignore_eos && owner().vocab().is_end_of_generation(chosen.token)) {
         co_return finish(finish_reason::stop);
     }
     co_return take_token(chosen.token, chosen.logprob, std::move(top), ms);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sluice/error.hpp"
+#include "sluice/model_options.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -14,11 +15,8 @@
 
 namespace sluice::experts {
 
-/// The replacement policies Sluice has.
-enum class cache_policy {
-    lru, ///< least recently used
-    lfu, ///< least often chosen by the router (counts halved as they grow, so old habits fade), then LRU
-};
+/// The replacement policies Sluice has (public: sluice::expert_cache_policy).
+using cache_policy = sluice::expert_cache_policy;
 
 /// Parses "lru" or "lfu".
 result<cache_policy> parse_cache_policy(std::string_view name);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sluice/error.hpp"
+#include "sluice/sampling.hpp"
 
 #include <array>
 #include <cstddef>
@@ -11,29 +12,14 @@
 
 namespace sluice::runtime {
 
-/// How the next token is chosen from a row of logits. Defaults follow llama.cpp.
-struct sampling_params {
-    float temperature = 0.8f;        ///< <= 0: greedy (argmax after penalties; ties go to the lowest id)
-    std::int32_t top_k = 40;         ///< <= 0: off
-    float top_p = 0.95f;             ///< in (0, 1]; 1: off
-    float min_p = 0.05f;             ///< in [0, 1]; 0: off; keeps tokens with p >= min_p * p_max
-    float repeat_penalty = 1.0f;     ///< > 0; CTRL style: logit > 0 ? logit / penalty : logit * penalty; 1: off
-    std::int32_t repeat_last_n = 64; ///< window of the three penalties; -1: whole history, 0: penalties off
-    float presence_penalty = 0.0f;   ///< in [-2, 2]; OpenAI: logit -= presence * (count > 0)
-    float frequency_penalty = 0.0f;  ///< in [-2, 2]; OpenAI: logit -= frequency * count
-    std::uint64_t seed = 0;          ///< same seed + same accepted tokens + same logits => same tokens
-};
+using sluice::sampling_params;
+using sluice::token_logprob;
+
 
 /// Checks every field of `p`. Errors (std::errc::invalid_argument) name the field and the bad value,
 /// e.g. "top_p must be in (0, 1], got 1.5", so the server can return them as a 400 as they are.
 /// A negative temperature is valid (greedy); NaN or infinite values are rejected everywhere.
 [[nodiscard]] result<void> validate(const sampling_params& p);
-
-/// One entry of a top-n logprobs list.
-struct token_logprob {
-    std::int32_t token = 0;
-    float logprob = 0.0f;
-};
 
 /// What `sampler::sample_detailed` reports besides the token.
 struct sampled_token {

@@ -9,6 +9,7 @@
 #include "runtime/models/hparams.hpp"
 #include "runtime/models/tensor_names.hpp"
 #include "sluice/error.hpp"
+#include "sluice/model_options.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -44,7 +45,7 @@ struct layer_weights {
 };
 
 /// Progress of a load: bytes read so far of the total.
-using load_progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+using load_progress = sluice::load_progress;
 
 /// Every weight of a model, in memory. Move-only.
 class model_weights {

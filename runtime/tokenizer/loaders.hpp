@@ -24,6 +24,12 @@ result<vocab> vocab_from_gguf(const gguf::metadata& kv);
 /// `model_kind::spm` with `rank_merges`. Other components are errors that name them.
 result<vocab> vocab_from_hf_json(std::string_view tokenizer_json, std::string_view config_json);
 
+/// Builds a byte-level BPE vocabulary from a tiktoken.model ("base64(bytes) rank" lines) and (may be empty)
+/// tokenizer_config.json (added_tokens_decoder, bos/eos/pad/unk names, chat_template), as Kimi-K2 ships its
+/// tokenizer: tokens in rank order, merges derived from the ranks, the kimi-k2 pre-tokenizer. Errors name the
+/// file and line.
+result<vocab> vocab_from_tiktoken(std::string_view model_text, std::string_view config_json);
+
 /// Loads a tokenizer from `path`: a GGUF file (by its magic) or a tokenizer.json, in which case a
 /// tokenizer_config.json in the same folder is read too when present. Errors name the path.
 result<tokenizer> load_tokenizer(const std::filesystem::path& path);

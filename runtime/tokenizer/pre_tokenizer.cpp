@@ -241,6 +241,77 @@ size_t match_gpt_oss(const cp_text& t, size_t i, size_t end) {
     return space_tail(t, i, end);
 }
 
+// Kimi-K2 (tiktoken pat_str):
+// [\p{Han}]+|[^\r\n\p{L}\p{N}]?[A&&[^\p{Han}]]*[B&&[^\p{Han}]]+(?i:'s|...)?|[^\r\n\p{L}\p{N}]?[A&&[^\p{Han}]]+
+// [B&&[^\p{Han}]]*(?i:'s|...)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// with A and B the o200k classes above.
+struct cp_range32 {
+    std::uint32_t first;
+    std::uint32_t last;
+};
+/// Script=Han (Unicode 15.1): radicals, ideographs, the iteration and numeral marks, compatibility forms.
+constexpr cp_range32 han_ranges[] = {
+    {0x2E80, 0x2E99},   {0x2E9B, 0x2EF3},   {0x2F00, 0x2FD5},   {0x3005, 0x3005},   {0x3007, 0x3007},
+    {0x3021, 0x3029},   {0x3038, 0x303B},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xF900, 0xFA6D},
+    {0xFA70, 0xFAD9},   {0x16FE2, 0x16FE3}, {0x16FF0, 0x16FF1}, {0x20000, 0x2A6DF}, {0x2A700, 0x2B739},
+    {0x2B740, 0x2B81D}, {0x2B820, 0x2CEA1}, {0x2CEB0, 0x2EBE0}, {0x2EBF0, 0x2EE5D}, {0x2F800, 0x2FA1D},
+    {0x30000, 0x3134A}, {0x31350, 0x323AF},
+};
+bool is_han(const cp_text& t, size_t i) {
+    const auto c = t.cp[i];
+    if (c < 0x2E80)
+        return false;
+    const auto* end = std::end(han_ranges);
+    const auto* it = std::upper_bound(std::begin(han_ranges), end, c,
+                                      [](std::uint32_t v, const cp_range32& r) { return v < r.first; });
+    return it != std::begin(han_ranges) && c <= (it - 1)->last;
+}
+bool is_a_not_han(const cp_text& t, size_t i) {
+    return is_a(t, i) && !is_han(t, i);
+}
+bool is_b_not_han(const cp_text& t, size_t i) {
+    return is_b(t, i) && !is_han(t, i);
+}
+
+/// A*B+ (Han excluded) from j with regex backtracking; returns j when it cannot match.
+size_t a_star_b_plus_not_han(const cp_text& t, size_t j, size_t end) {
+    const size_t a = run(t, j, end, is_a_not_han);
+    if (a < end && is_b_not_han(t, a))
+        return run(t, a, end, is_b_not_han);
+    for (size_t r = a; r > j; --r) {
+        if (is_b_not_han(t, r - 1))
+            return r;
+    }
+    return j;
+}
+
+size_t match_kimi_k2(const cp_text& t, size_t i, size_t end) {
+    if (is_han(t, i))
+        return run(t, i, end, is_han);
+    const bool prefix = is_not_crlf_l_n(t, i) && i + 1 < end;
+    if (prefix) {
+        if (size_t k = a_star_b_plus_not_han(t, i + 1, end); k > i + 1)
+            return with_contraction(t, k, end);
+    }
+    if (size_t k = a_star_b_plus_not_han(t, i, end); k > i)
+        return with_contraction(t, k, end);
+    for (size_t j : {prefix ? i + 1 : i, i}) {
+        const size_t a = run(t, j, end, is_a_not_han);
+        if (a > j)
+            return with_contraction(t, run(t, a, end, is_b_not_han), end);
+    }
+    if (is_n(t, i)) {
+        size_t k = i;
+        while (k < end && k - i < 3 && is_n(t, k))
+            ++k;
+        return k;
+    }
+    const size_t j = (t.cp[i] == ' ' && i + 1 < end) ? i + 1 : i;
+    if (is_other(t, j))
+        return run(t, run(t, j, end, is_other), end, is_crlf);
+    return space_tail(t, i, end);
+}
+
 // DeepSeek V3 third split:
 // [!-/:-@[-`{-~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 bool is_ascii_punct(const cp_text& t, size_t i) {
@@ -417,6 +488,7 @@ stage_list stages_for(pre_tokenizer_kind kind) {
     static const matcher qwen2[] = {match_llama3<1>};
     static const matcher gpt_oss[] = {match_gpt_oss};
     static const matcher qwen35[] = {match_qwen35};
+    static const matcher kimi_k2[] = {match_kimi_k2};
     static const matcher deepseek_v3[] = {match_digits3, match_cjk_kana, match_deepseek_v3};
     static const matcher starcoder[] = {match_digit, match_gpt2};
     static const matcher deepseek_coder[] = {match_newline, match_space_letters, match_space_punct, match_cjk_wide,
@@ -434,6 +506,8 @@ stage_list stages_for(pre_tokenizer_kind kind) {
         return {gpt_oss, 1};
     case pre_tokenizer_kind::qwen35:
         return {qwen35, 1};
+    case pre_tokenizer_kind::kimi_k2:
+        return {kimi_k2, 1};
     case pre_tokenizer_kind::deepseek_v3:
         return {deepseek_v3, 3};
     case pre_tokenizer_kind::starcoder:
@@ -456,7 +530,8 @@ std::optional<pre_tokenizer_kind> pre_tokenizer_from_name(std::string_view name)
         return k::none;
     if (name == "gpt-2" || name == "gpt2" || name == "mpt" || name == "gpt-neox" || name == "olmo")
         return k::gpt2;
-    if (name == "llama3" || name == "llama-v3" || name == "llama-bpe")
+    // GLM-4.5's split pattern is Llama 3's (llama.cpp names it glm4 / chatglm-bpe).
+    if (name == "llama3" || name == "llama-v3" || name == "llama-bpe" || name == "glm4" || name == "chatglm-bpe")
         return k::llama3;
     if (name == "qwen2" || name == "qwen3")
         return k::qwen2;
@@ -472,6 +547,8 @@ std::optional<pre_tokenizer_kind> pre_tokenizer_from_name(std::string_view name)
         return k::gpt_oss;
     if (name == "qwen35")
         return k::qwen35;
+    if (name == "kimi-k2")
+        return k::kimi_k2;
     return std::nullopt;
 }
 

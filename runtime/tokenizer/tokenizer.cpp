@@ -70,6 +70,7 @@ struct tokenizer::state {
     std::optional<bpe_model> bpe;
     std::optional<spm_model> spm;
     std::array<std::vector<special_entry>, 256> specials; ///< by first byte, longest first
+    std::vector<std::string> control_texts;               ///< texts of the control tokens, in id order
     std::vector<token_id> eog;
 
     token_type type_of(token_id id) const {
@@ -120,6 +121,8 @@ void tokenizer::state::index_tokens() {
         }
         if (raw && !text.empty()) {
             specials[static_cast<unsigned char>(text[0])].push_back({text, id, type == token_type::control});
+            if (type == token_type::control)
+                control_texts.push_back(text);
         }
     }
     for (auto& bucket : specials) {
@@ -207,12 +210,18 @@ void tokenizer::encode(std::string_view text, const encode_options& opts, std::v
         out.push_back(*s.v.bos);
     bool after_special = true;
     std::size_t start = 0;
+    std::size_t literal = 0; // the first literal span that does not end before pos
     // Leftmost-longest match of special-token text; the text between matches goes to the model.
     for (std::size_t pos = 0; pos < text.size();) {
         const auto& bucket = s.specials[static_cast<unsigned char>(text[pos])];
         const special_entry* hit = nullptr;
+        while (literal < opts.literal_spans.size() && opts.literal_spans[literal].second <= pos)
+            ++literal;
         for (const special_entry& e : bucket) {
-            if ((opts.parse_special || !e.control) && text.compare(pos, e.text.size(), e.text) == 0) {
+            // A control token may not overlap a literal span.
+            const bool control_ok = opts.parse_special && (literal == opts.literal_spans.size() ||
+                                                           opts.literal_spans[literal].first >= pos + e.text.size());
+            if ((!e.control || control_ok) && text.compare(pos, e.text.size(), e.text) == 0) {
                 hit = &e;
                 break;
             }
@@ -292,6 +301,10 @@ std::span<const token_id> tokenizer::end_of_generation() const {
 
 bool tokenizer::is_control(token_id id) const {
     return id >= 0 && static_cast<std::size_t>(id) < size() && state_->type_of(id) == token_type::control;
+}
+
+const std::vector<std::string>& tokenizer::control_texts() const {
+    return state_->control_texts;
 }
 
 std::size_t tokenizer::size() const {

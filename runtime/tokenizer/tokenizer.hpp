@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice::tokenizer {
@@ -19,6 +20,9 @@ struct encode_options {
     /// Match control-token text ("<|im_end|>") in the input as one token. User-defined (added, non-special)
     /// tokens are always matched, as Hugging Face and llama.cpp do.
     bool parse_special = true;
+    /// Sorted, disjoint byte ranges [first, second) of the text where control-token text is not matched even
+    /// with parse_special: what a user wrote inside a chat prompt (chat::render_chat_guarded finds them).
+    std::span<const std::pair<std::size_t, std::size_t>> literal_spans;
 };
 
 /// How `tokenizer::decode` renders tokens.
@@ -62,6 +66,9 @@ public:
 
     /// True for control (special) tokens.
     [[nodiscard]] bool is_control(token_id id) const;
+
+    /// The texts of all control tokens ("<|im_start|>", "<s>", ...), in id order.
+    [[nodiscard]] const std::vector<std::string>& control_texts() const;
 
     /// Number of tokens.
     [[nodiscard]] std::size_t size() const;

@@ -40,14 +40,27 @@ const json::object& expected_document() {
     return doc.get_object();
 }
 
+// The shared fixture templates, and the project's own (tests/chat/templates: ones the shared folder lacks).
+const fs::path template_dirs[] = {fs::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates", CHAT_TEMPLATES_DIR};
+
 std::vector<std::string> template_names() {
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(fs::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates")) {
-        if (entry.path().extension() == ".jinja")
-            names.push_back(entry.path().filename().string());
+    for (const auto& dir : template_dirs) {
+        for (const auto& entry : fs::directory_iterator(dir)) {
+            if (entry.path().extension() == ".jinja")
+                names.push_back(entry.path().filename().string());
+        }
     }
     std::sort(names.begin(), names.end());
     return names;
+}
+
+fs::path template_path(const std::string& name) {
+    for (const auto& dir : template_dirs) {
+        if (fs::exists(dir / name))
+            return dir / name;
+    }
+    return template_dirs[0] / name;
 }
 
 std::string conversation_path(const std::string& name) {
@@ -104,7 +117,7 @@ TEST_P(chat_template_matches_jinja2, on_every_conversation_and_flag) {
     const json::object& doc = expected_document();
     ASSERT_TRUE(doc.contains("cases")) << "missing " << CHAT_EXPECTED_JSON << ": run the chat_reference_render test";
     const std::string name = GetParam();
-    std::string source = read_file(fs::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates" / name);
+    std::string source = read_file(template_path(name));
     int total = 0;
     std::vector<std::string> failures;
     for (const auto& cv : doc.at("cases").as_array()) {

@@ -2,7 +2,7 @@
 """Renders every (chat template x conversation x flags) case with Python's jinja2, configured as Hugging Face
 transformers configures it, and writes the expected outputs (or raised errors) to a JSON file.
 
-Usage: reference_render.py TEMPLATES_DIR CONVERSATIONS_DIR OUTPUT_JSON
+Usage: reference_render.py TEMPLATES_DIR[:MORE_DIRS] CONVERSATIONS_DIR OUTPUT_JSON
 The C++ test (chat_template_test) renders the same cases with sluice::chat and compares byte for byte.
 """
 import datetime
@@ -87,10 +87,13 @@ def main():
             with open(os.path.join(conversations_dir, name), encoding="utf-8") as f:
                 conversations[name[:-5]] = json.load(f)
     cases = []
-    for name in sorted(os.listdir(templates_dir)):
-        if not name.endswith(".jinja"):
-            continue
-        with open(os.path.join(templates_dir, name), encoding="utf-8") as f:
+    paths = {}
+    for directory in templates_dir.split(os.pathsep):
+        for name in os.listdir(directory):
+            if name.endswith(".jinja"):
+                paths[name] = os.path.join(directory, name)
+    for name in sorted(paths):
+        with open(paths[name], encoding="utf-8") as f:
             source = f.read()
         try:
             template = env.from_string(source)

@@ -1,6 +1,7 @@
 // The engine end to end on tiny random models: batched prefill against token-by-token decoding for every
 // architecture and weight type, load errors, and generation (seeds, stops, limits, cancellation, reuse).
 #include "runtime/engine/session.hpp"
+#include "runtime/models/forward.hpp"
 #include "runtime/mkmodel/random_model.hpp"
 #include "tests/engine/tiny_model.hpp"
 

@@ -82,7 +82,7 @@ std::shared_ptr<model> load_model(const std::filesystem::path& path, std::uint32
     opts.n_batch = n_batch;
     opts.n_ctx = n_ctx;
     opts.n_threads = n_threads;
-    opts.kv_type = kv_type;
+    opts.kv_type = kv_type == kernels::quant_type::f32 ? kv_cache_type::f32 : kv_cache_type::f16;
     auto m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(path, opts); });
     if (!m) {
         throw std::runtime_error(m.error().message);

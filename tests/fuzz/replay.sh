@@ -1,23 +1,73 @@
 #!/usr/bin/env bash
-# Builds the GGUF libFuzzer target with clang (ASan + UBSan) into build/fuzz and replays the committed corpus.
-# Usage: tests/fuzz/replay.sh [extra libFuzzer args]   (e.g. -max_total_time=180 to fuzz instead of replaying)
+# Builds the libFuzzer targets with clang (ASan + UBSan) into build/fuzz-sanitized and replays their committed
+# corpora; any crash, sanitizer report, leak or timeout exits non-zero.
+# Usage: tests/fuzz/replay.sh                       replay every target's corpus
+#        tests/fuzz/replay.sh TARGET [libFuzzer args] build TARGET and run it on its corpus (bench/fuzz/run.sh
+#                                                   fuzzes this way: -max_total_time=3600 ...)
+#        tests/fuzz/replay.sh --build TARGET        only build; prints the binary's path
+# Targets: gguf jinja openai_request tokenizer websocket_message (tests/fuzz/targets.txt lists their sources).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=build/fuzz
+out=build/fuzz-sanitized
 mkdir -p "$out"
 cxx=$(command -v clang++-14 || command -v clang++)
-sources=(tests/fuzz/gguf_fuzzer.cpp runtime/gguf/byte_source.cpp runtime/gguf/encode.cpp runtime/gguf/metadata.cpp
-         runtime/gguf/parser.cpp runtime/gguf/tensor_info.cpp runtime/gguf/value.cpp kernels/quant_type.cpp
-         io/error.cpp)
-binary=$out/gguf_fuzzer
-if [[ ! -x $binary ]] || [[ -n $(find "${sources[@]}" runtime/gguf/*.hpp -newer "$binary" 2>/dev/null) ]]; then
-    "$cxx" -std=c++20 -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-        -fno-omit-frame-pointer "${sources[@]}" -o "$binary"
+
+# Sources of TARGET (one line of targets.txt: "name: files...").
+sources_of() {
+    local line
+    line=$(grep -E "^$1:" tests/fuzz/targets.txt) || { echo "unknown fuzz target '$1'" >&2; exit 2; }
+    echo "${line#*:}"
+}
+
+corpus_of() {
+    if [[ $1 == gguf ]]; then echo tests/fuzz/corpus; else echo "tests/fuzz/corpus_$1"; fi
+}
+
+build() {
+    local target=$1 binary=$out/$1_fuzzer
+    local -a sources objects
+    read -r -a sources <<<"$(sources_of "$target")"
+    local launcher=()
+    command -v ccache >/dev/null && launcher=(ccache)
+    # One object per source (through ccache when present), so a change recompiles only what it touches.
+    # -gline-tables-only keeps reports readable at a fraction of -g's build time and memory.
+    for src in "${sources[@]}"; do
+        local obj=$out/obj/${src%.cpp}.o
+        mkdir -p "$(dirname "$obj")"
+        "${launcher[@]}" "$cxx" -std=c++20 -O1 -gline-tables-only -I. -Iinclude \
+            -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+            -c "$src" -o "$obj"
+        objects+=("$obj")
+    done
+    "$cxx" -fsanitize=fuzzer,address,undefined "${objects[@]}" -o "$binary"
+    echo "$binary"
+}
+
+if [[ ${1:-} == --build ]]; then
+    build "$2"
+    exit 0
 fi
+
 if [[ $# -eq 0 ]]; then
-    # -runs=0: execute every corpus file once, then stop; any crash or sanitizer report exits non-zero.
-    "$binary" -runs=0 tests/fuzz/corpus
-else
-    mkdir -p "$out/corpus"
-    "$binary" "$@" "$out/corpus" tests/fuzz/corpus
+    status=0
+    for target in $(cut -d: -f1 tests/fuzz/targets.txt | grep -v '^#'); do
+        binary=$(build "$target")
+        # -runs=0: execute every corpus file once, then stop.
+        echo "== $target: $(find "$(corpus_of "$target")" -type f | wc -l) inputs"
+        "$binary" -runs=0 -rss_limit_mb=2048 -timeout=30 "$(corpus_of "$target")" || status=1
+    done
+    exit $status
 fi
+
+target=$1
+shift
+binary=$(build "$target")
+mkdir -p "$out/corpus_$target"
+dict=tests/fuzz/$target.dict
+extra=()
+[[ -f $dict ]] && extra+=("-dict=$dict")
+seeds=("$(corpus_of "$target")")
+# The real chat templates seed the Jinja target.
+shared=${SLUICE_SHARED_DIR:-../shared}
+[[ $target == jinja && -d $shared/fixtures/chat-templates ]] && seeds+=("$shared/fixtures/chat-templates")
+"$binary" "${extra[@]}" "$@" "$out/corpus_$target" "${seeds[@]}"

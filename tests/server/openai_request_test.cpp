@@ -70,7 +70,7 @@ TEST(openai_request, max_completion_tokens_wins_and_nulls_mean_default) {
         completion_kind::chat, 1);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->generate.max_tokens, 3u);
-    EXPECT_EQ(r->generate.sampling.temperature, runtime::sampling_params{}.temperature);
+    EXPECT_EQ(r->generate.sampling.temperature, sampling_params{}.temperature);
 }
 
 } // namespace

@@ -1,8 +1,12 @@
 // Checks each pre-tokenizer's splits on inputs that exercise its regex alternatives and backtracking.
 #include "runtime/tokenizer/pre_tokenizer.hpp"
 
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -61,6 +65,34 @@ TEST(pre_tokenizer, known_gguf_names_map_to_kinds) {
     EXPECT_EQ(tk::pre_tokenizer_from_name("deepseek-v3"), tk::pre_tokenizer_kind::deepseek_v3);
     EXPECT_EQ(tk::pre_tokenizer_from_name("gpt-4o"), tk::pre_tokenizer_kind::gpt_oss);
     EXPECT_FALSE(tk::pre_tokenizer_from_name("no-such-thing").has_value());
+}
+
+TEST(pre_tokenizer, kimi_k2_splits_han_runs_apart_and_matches_the_regex_reference) {
+    using k = tk::pre_tokenizer_kind;
+    EXPECT_EQ(tk::pre_tokenizer_from_name("kimi-k2"), k::kimi_k2);
+    EXPECT_EQ(tk::pre_tokenizer_from_name("glm4"), k::llama3); // GLM-4.5 splits like Llama 3
+    EXPECT_EQ(split(k::kimi_k2, "我想在apple工作"), (pieces{"我想在", "apple", "工作"}));
+    EXPECT_EQ(split(k::kimi_k2, "a/b"), (pieces{"a", "/b"})); // '/' is not kept after punctuation, unlike o200k
+    // Every case of the committed reference: Kimi-K2's pattern run by Python's `regex` module
+    // (tests/tokenizer/gen_kimi_k2_splits.py).
+    const auto path = std::filesystem::path(SLUICE_SOURCE_DIR) / "tests/tokenizer/data/kimi_k2_splits.json";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    const auto doc = boost::json::parse(std::string(std::istreambuf_iterator<char>(in), {})).as_object();
+    std::size_t n = 0;
+    for (const auto& c : doc.at("cases").as_array()) {
+        const std::string text(c.at("text").as_string());
+        std::vector<tk::text_span> spans;
+        tk::pre_tokenize(k::kimi_k2, text, spans);
+        std::vector<std::pair<std::int64_t, std::int64_t>> got, want;
+        for (const auto s : spans)
+            got.emplace_back(s.begin, s.end);
+        for (const auto& p : c.at("pieces").as_array())
+            want.emplace_back(p.as_array()[0].to_number<std::int64_t>(), p.as_array()[1].to_number<std::int64_t>());
+        ASSERT_EQ(got, want) << "text: " << text;
+        ++n;
+    }
+    EXPECT_GT(n, 1500u);
 }
 
 } // namespace

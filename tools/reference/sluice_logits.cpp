@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
     opts.n_batch = 64;
     opts.n_ctx = 256;
     opts.n_threads = 2;
-    opts.kv_type = argc > 4 && !std::strcmp(argv[4], "--kv-f32") ? sluice::kernels::quant_type::f32
-                                                                 : sluice::kernels::quant_type::f16;
+    opts.kv_type = argc > 4 && !std::strcmp(argv[4], "--kv-f32") ? sluice::kv_cache_type::f32
+                                                                 : sluice::kv_cache_type::f16;
     auto m =
         run_sync<sluice::result<std::shared_ptr<sluice::model>>>([&] { return sluice::model::load(argv[1], opts); });
     if (!m) {

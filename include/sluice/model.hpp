@@ -1,0 +1,87 @@
+// sluice::model: a loaded GGUF model (architecture, weights, tokenizer, chat template, compute threads, and the
+// expert cache when its routed experts stream from disk), shared by every session that generates with it.
+#pragma once
+
+#include "sluice/error.hpp"
+#include "sluice/model_options.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+// Sluice's internal types the accessors below name; opaque to programs outside Sluice.
+namespace sluice {
+struct memory_plan;
+namespace models {
+struct model_hparams;
+struct architecture;
+class model_weights;
+} // namespace models
+namespace tokenizer {
+class tokenizer;
+}
+namespace chat {
+struct template_source;
+}
+namespace experts {
+class expert_source;
+struct expert_cache_counters;
+} // namespace experts
+namespace runtime {
+class compute_pool;
+}
+} // namespace sluice
+
+namespace sluice {
+
+/// A model in memory. Created by `load`; immutable afterwards except for its compute pool and expert cache, so
+/// any number of sessions on one io_context may share it (see session). Not copyable; hold it by shared_ptr.
+class model {
+public:
+    /// Opens `path` (a GGUF file or any part of a split model), checks the architecture, hyperparameters and
+    /// tensor table, builds the tokenizer, plans memory within `options.memory_budget` and reads every weight
+    /// it keeps resident through io_uring (a pread pool where io_uring is unavailable) on the calling
+    /// coroutine's executor, reporting `progress`. Errors name the file and the tensor or key at fault
+    /// ("tensor blk.3.ffn_up_exps.weight: missing").
+    static boost::asio::awaitable<result<std::shared_ptr<model>>>
+    load(std::filesystem::path path, model_options options = {}, load_progress progress = {});
+    ~model();
+    model(const model&) = delete;
+    model& operator=(const model&) = delete;
+
+    [[nodiscard]] const model_options& options() const noexcept;
+    [[nodiscard]] const std::filesystem::path& path() const noexcept;
+    /// Bytes of weights held in memory.
+    [[nodiscard]] std::uint64_t resident_bytes() const noexcept;
+    /// Whether routed experts stream from disk through an expert cache (the budget could not hold them all).
+    [[nodiscard]] bool streams_experts() const noexcept;
+    /// The training context the file declares.
+    [[nodiscard]] std::uint32_t training_context() const noexcept;
+    /// Tokens of the vocabulary.
+    [[nodiscard]] std::uint32_t vocab_size() const noexcept;
+
+    // Inside Sluice (server, tools, tests): the internal parts, whose types are declared in runtime/ headers
+    // (include runtime/engine/model.hpp).
+    [[nodiscard]] const models::model_hparams& hparams() const noexcept;
+    [[nodiscard]] const models::architecture& arch() const noexcept;
+    [[nodiscard]] const tokenizer::tokenizer& vocab() const noexcept;
+    /// The model's chat template, when the file carries one.
+    [[nodiscard]] const std::optional<chat::template_source>& chat_template() const noexcept;
+    /// How the model is held in memory: resident, or with routed experts streamed through a cache.
+    [[nodiscard]] const memory_plan& plan() const noexcept;
+    /// The expert cache's counters; all zero (no slots) when the model is fully resident.
+    [[nodiscard]] experts::expert_cache_counters expert_counters() const;
+    [[nodiscard]] runtime::compute_pool& pool() noexcept;
+    [[nodiscard]] const models::model_weights& weights() const noexcept;
+    [[nodiscard]] experts::expert_source& experts() noexcept;
+
+private:
+    struct state;
+    model();
+    std::unique_ptr<state> state_;
+};
+
+} // namespace sluice

@@ -1,0 +1,71 @@
+// How a model is loaded and run (public): context, threads, memory budget, streaming and disk settings.
+#pragma once
+
+#include "sluice/io_options.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace sluice {
+
+/// Elements of the per-sequence key/value cache.
+enum class kv_cache_type {
+    f16, ///< half the memory; what generation uses
+    f32, ///< exact keys and values (fidelity checks)
+};
+
+/// How a streaming expert cache picks the expert to evict.
+enum class expert_cache_policy {
+    lru, ///< least recently used
+    lfu, ///< least often chosen by the router (counts halved as they grow, so old habits fade), then LRU
+};
+
+/// What one render (and one parse) of a template may use. A template that goes past a limit fails with a
+/// "TemplateLimitError" naming the limit; the process is unaffected. The defaults leave every template in
+/// ../shared/fixtures/chat-templates/ far inside them on long conversations (docs/SERVER.md lists them).
+struct template_limits {
+    /// Evaluation steps: one per expression node, statement, loop iteration and item a builtin walks.
+    std::uint64_t max_steps = 20'000'000;
+    /// Wall-clock time of one render (checked every few thousand steps).
+    std::chrono::milliseconds max_time{10'000};
+    /// Bytes of strings, list slots and dict entries rendering creates, counted cumulatively (what the
+    /// render holds at once is at most this).
+    std::uint64_t max_bytes = 512ull << 20;
+    /// Bytes of any one string or list the template builds.
+    std::size_t max_value_bytes = 64ull << 20;
+    /// Bytes of the rendered text.
+    std::size_t max_output_bytes = 64ull << 20;
+    /// Nesting of evaluation, all constructs counted together (statements, expressions, macro calls), and the
+    /// height of a parsed expression: bounds the C++ stack a template can use.
+    unsigned max_depth = 400;
+    /// Nesting of lists and dicts inside one another (also the depth of a printed namespace chain).
+    unsigned max_nesting = 100;
+};
+
+/// How a model is loaded and run.
+struct model_options {
+    std::uint32_t n_ctx = 0;     ///< default context of its sessions; 0 = min(training context, 4096)
+    std::size_t n_threads = 0;   ///< compute threads; 0 = one per hardware thread
+    std::uint32_t n_batch = 256; ///< most tokens per forward step during prefill
+    kv_cache_type kv_type = kv_cache_type::f16;
+    io::reader_options io; ///< disk reader settings
+    /// Bytes the model may hold in memory (weights, KV caches, buffers); 0 = 80% of MemAvailable. When the
+    /// whole model does not fit, routed experts stream from disk through an expert cache.
+    std::uint64_t memory_budget = 0;
+    std::uint32_t n_seq = 1;   ///< sequences generating at once (caches the plan reserves)
+    double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
+    bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
+    expert_cache_policy cache_policy = expert_cache_policy::lru; ///< streaming: which expert to evict
+    /// What rendering the chat template may use per request (a model file is untrusted input).
+    sluice::template_limits template_limits;
+    /// Old behaviour: control-token text a user wrote in a message ("<|im_end|>") becomes a control token.
+    /// By default it is encoded as text, so a user cannot forge turns.
+    bool special_tokens_in_content = false;
+};
+
+/// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.
+using load_progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+} // namespace sluice
