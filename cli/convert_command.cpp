@@ -1,4 +1,4 @@
-// `sluice convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_k|q6_k] [--name NAME]`: converts a Hugging Face
+// `sluice convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q2_k..q6_k] [--name NAME]`: converts a Hugging Face
 // safetensors checkpoint into a GGUF file llama.cpp can read too; progress per tensor, a summary at the end.
 #include "cli/convert_command.hpp"
 
@@ -28,7 +28,9 @@ constexpr std::size_t log_every = 50;
 int run_convert(const convert_cli_options& o) {
     const auto type = convert::parse_output_type(o.type);
     if (!type) {
-        std::cerr << "sluice convert: --type " << o.type << ": expected f32, f16, bf16, q8_0, q4_k or q6_k\n";
+        std::cerr << "sluice convert: --type " << o.type
+                  << ": expected f32, f16, bf16, q8_0, q2_k, q3_k, q4_k, q5_k or q6_k (the IQ "
+                     "types need an importance matrix: quantize with llama.cpp's llama-quantize --imatrix)\n";
         return 1;
     }
     const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -72,7 +74,9 @@ void add_convert_command(CLI::App& app) {
     auto* dir = cmd->add_option("dir", opts->dir, "Checkpoint folder (config.json, tokenizer.json, *.safetensors)");
     cmd->add_option("-m,--model", opts->dir, "The checkpoint folder, as -m")->excludes(dir);
     cmd->add_option("-o,--output", opts->out, "Output GGUF file")->required();
-    cmd->add_option("--type", opts->type, "Weight type: f32, f16, bf16, q8_0, q4_k, q6_k (norms and routers stay f32)")
+    cmd->add_option("--type", opts->type,
+                    "Weight type: f32, f16, bf16, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k (norms and routers stay f32; "
+                    "the IQ types need an importance matrix and cannot be written here)")
         ->capture_default_str();
     cmd->add_option("--name", opts->name, "general.name (default: the folder's name)");
     cmd->callback([opts] {

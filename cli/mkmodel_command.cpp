@@ -124,8 +124,10 @@ result<mkmodel::random_model_plan> make_plan(const mkmodel_options& o) {
     kernels::quant_type type = p->default_type;
     if (o.type) {
         const auto t = kernels::parse_quant_type(*o.type);
-        if (!t || !kernels::can_quantize(*t)) {
-            return usage("--type " + *o.type + " is not supported (q4_k, q5_k, q6_k, q8_0, q4_0, f16, bf16, f32)");
+        if (!t || !(kernels::can_quantize(*t) || kernels::can_scale_random_blocks(*t))) {
+            return usage("--type " + *o.type +
+                         " is not supported (q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q4_0, mxfp4, f16, bf16, f32, or "
+                         "random valid blocks of iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, tq1_0, tq2_0)");
         }
         type = *t;
     }
@@ -212,7 +214,10 @@ void add_mkmodel_command(CLI::App& app) {
     cmd->add_option("-o,--output", o->output, "Output GGUF file");
     cmd->add_option("--preset", o->preset, "Model geometry (see --list-presets)");
     cmd->add_option("--type", o->type,
-                    "Weight type: q4_k, q5_k, q6_k, q8_0, q4_0, f16, bf16, f32 (default: the preset's)");
+                    "Weight type: q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q4_0, mxfp4, f16, bf16, f32 (default: the "
+                    "preset's). iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, tq1_0, tq2_0 are written as "
+                    "random valid blocks (random grid indices and signs, scaled): quantizing to them needs an "
+                    "importance matrix, which Sluice does not make");
     cmd->add_option("--layers", o->layers, "Number of layers");
     cmd->add_option("--experts", o->experts, "Routed experts per layer (MoE presets)");
     cmd->add_option("--experts-used", o->experts_used, "Experts used per token (MoE presets)");

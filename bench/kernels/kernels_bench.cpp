@@ -1,5 +1,6 @@
 // Decode- and prefill-shaped products per format, printed as Markdown next to the machine's measured limits.
-// Usage: kernels_bench [decode|hot|prefill|all|overlap]   (SLUICE_ISA=scalar|avx2|avx512 picks the kernel level)
+// Usage: kernels_bench [decode|hot|prefill|all|overlap|lowbit]   (SLUICE_ISA=scalar|avx2|avx512 picks the level)
+// `lowbit` (not part of `all`): the 2- and 3-bit formats and MXFP4 on a MoE expert shape, decode and 64-token prefill.
 // `overlap` (AVX-512 machines, not part of `all`): how a core's own work per cache line lowers its rate from DRAM.
 #include "bench/kernels/machine_limits.hpp"
 #include "kernels/matmul.hpp"
@@ -154,7 +155,9 @@ void run_hot(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size
                 std::string(kernels::isa_name(isa)).c_str());
     for (quant_type type : {quant_type::q4_0, quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl,
                             quant_type::iq4_xs, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k, quant_type::q8_0,
-                            quant_type::f16, quant_type::bf16}) {
+                            quant_type::f16, quant_type::bf16, quant_type::mxfp4, quant_type::q2_k, quant_type::q3_k,
+                            quant_type::iq2_xxs, quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs,
+                            quant_type::iq3_s, quant_type::iq1_s, quant_type::iq1_m}) {
         std::vector<double> low, act;
         for (int rep = 0; rep < 5; ++rep) {
             low.push_back(decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true, kernels::isa_level::avx2));
@@ -216,6 +219,30 @@ void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
     }
 }
 
+// The formats of the issue on the Qwen3-30B-A3B expert shape (768 rows of 2048): decode against the read bound at
+// one and two threads, and 64-token prefill against the FMA peak; Q4_K is the reference row.
+void run_lowbit(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size_t buf_bytes) {
+    const auto one_core = [] { return 1.0; };
+    const auto two_cores = [&] { return second_core_share(pools); };
+    const quant_type types[] = {quant_type::q4_k,    quant_type::q2_k,   quant_type::q3_k,    quant_type::iq2_xxs,
+                                quant_type::iq2_xs,  quant_type::iq2_s,  quant_type::iq3_xxs, quant_type::iq3_s,
+                                quant_type::iq1_s,   quant_type::iq1_m,  quant_type::mxfp4};
+    const shape expert{2048, 768};
+    std::printf("\n| format | matrix (cols x rows) | 1 thread GB/s | read GB/s | %% | 2 threads GB/s | read GB/s | %% | "
+                "prefill 64, 2 threads GFLOP/s | f32 peak | %% |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (quant_type type : types) {
+        const paired g1 = decode_vs_read(*pools[0], 1, type, expert, buf, buf_bytes, one_core);
+        const paired g2 = decode_vs_read(*pools[1], 2, type, expert, buf, buf_bytes, two_cores);
+        const paired p2 = prefill_vs_peak(*pools[1], 2, type, {2048, 768}, 64, buf, two_cores);
+        std::printf("| %s | %zu x %zu | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%%%s | %.1f | %.0f | %.0f%% |\n",
+                    std::string(kernels::traits_of(type).name).c_str(), expert.cols, expert.rows, g1.kernel_gbs,
+                    g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
+                    100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "", p2.kernel_gbs, p2.read_gbs,
+                    100 * p2.kernel_gbs / p2.read_gbs);
+        std::fflush(stdout);
+    }
+}
+
 // GB/s of read_work_avx512 over `threads` slices of [buf, buf + bytes), each slice read `passes` times.
 double work_read_gbs(runtime::compute_pool& pool, std::size_t threads, const std::uint8_t* buf, std::size_t bytes,
                      int passes, int work) {
@@ -269,8 +296,9 @@ int main(int argc, char** argv) {
     std::printf("kernels_bench: ISA %s (detected %s)\n", std::string(kernels::isa_name(kernels::active_isa())).c_str(),
                 std::string(kernels::isa_name(kernels::detect_isa())).c_str());
     std::fflush(stdout);
-    if (what != "decode" && what != "prefill" && what != "hot" && what != "all" && what != "overlap") {
-        std::fprintf(stderr, "usage: kernels_bench [decode|hot|prefill|all|overlap]\n");
+    if (what != "decode" && what != "prefill" && what != "hot" && what != "all" && what != "overlap" &&
+        what != "lowbit") {
+        std::fprintf(stderr, "usage: kernels_bench [decode|hot|prefill|all|overlap|lowbit]\n");
         return 2;
     }
     // The calling thread computes too (run_blocking), so n threads = caller + n-1 workers.
@@ -284,6 +312,9 @@ int main(int argc, char** argv) {
     }
     if (what == "hot" || what == "all") {
         bench::run_hot(pools, buf.get(), buf_bytes);
+    }
+    if (what == "lowbit") {
+        bench::run_lowbit(pools, buf.get(), buf_bytes);
     }
     if (what == "overlap") {
         bench::run_overlap(pools, buf.get());

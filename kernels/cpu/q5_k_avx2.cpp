@@ -56,7 +56,8 @@ void dequantize_q5_k(const void* src, float* dst, std::size_t n) {
             const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 32 * (g / 2)));
             const __m256i nib = _mm256_and_si256(g % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0f));
             const __m256i h = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, g), one), 4);
-            store_scaled_i8(_mm256_or_si256(nib, h), d * sm[g], -dmin * sm[8 + g], dst);
+            const float ds = d * sm[g], dm = dmin * sm[8 + g];
+            store_mul_sub_i8(_mm256_or_si256(nib, h), ds, dm, ds, dm, dst); // GGML's order: (d * sc) * q - dmin * m
         }
     }
 }

@@ -37,6 +37,29 @@ void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_st
 void dot4_q6_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_f16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_bf16(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dequantize_mxfp4(const void* src, float* dst, std::size_t n);
+float dot_mxfp4(std::size_t n, const void* w, const void* act);
+void dot4_mxfp4(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dequantize_q2_k(const void* src, float* dst, std::size_t n);
+void dequantize_q3_k(const void* src, float* dst, std::size_t n);
+float dot_q2_k(std::size_t n, const void* w, const void* act);
+float dot_q3_k(std::size_t n, const void* w, const void* act);
+void dot4_q2_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_q3_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq2_xxs(std::size_t n, const void* w, const void* act);
+void dot4_iq2_xxs(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq2_xs(std::size_t n, const void* w, const void* act);
+void dot4_iq2_xs(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq2_s(std::size_t n, const void* w, const void* act);
+void dot4_iq2_s(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq3_xxs(std::size_t n, const void* w, const void* act);
+void dot4_iq3_xxs(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq3_s(std::size_t n, const void* w, const void* act);
+void dot4_iq3_s(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq1_s(std::size_t n, const void* w, const void* act);
+void dot4_iq1_s(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq1_m(std::size_t n, const void* w, const void* act);
+void dot4_iq1_m(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 
 } // namespace sluice::kernels::avx2
 
@@ -66,5 +89,11 @@ float dot_q5_0(std::size_t n, const void* w, const void* act);
 float dot_q5_1(std::size_t n, const void* w, const void* act);
 float dot_iq4_nl(std::size_t n, const void* w, const void* act);
 float dot_iq4_xs(std::size_t n, const void* w, const void* act);
+float dot_mxfp4(std::size_t n, const void* w, const void* act);
+void dot4_mxfp4(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_q2_k(std::size_t n, const void* w, const void* act);
+float dot_q3_k(std::size_t n, const void* w, const void* act);
+void dot4_q2_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot4_q3_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 
 } // namespace sluice::kernels::avx512

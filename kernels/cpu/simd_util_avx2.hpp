@@ -65,7 +65,8 @@ inline __m256i sum_s8(__m256i v) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
 }
 
-/// dst[i] = d * q[i] + m for 32 signed bytes q.
+/// dst[i] = d * q[i] + m for 32 signed bytes q. With m == 0 it is the plain product, so a zero keeps the sign of
+/// d * q as in the scalar reference (a fused add of +0 would turn -0 into +0).
 inline void store_scaled_i8(__m256i q, float d, float m, float* dst) {
     const __m256 vd = _mm256_set1_ps(d);
     const __m256 vm = _mm256_set1_ps(m);
@@ -74,7 +75,20 @@ inline void store_scaled_i8(__m256i q, float d, float m, float* dst) {
     const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
     for (int k = 0; k < 4; ++k) {
         const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k]));
-        _mm256_storeu_ps(dst + 8 * k, _mm256_fmadd_ps(vd, v, vm));
+        _mm256_storeu_ps(dst + 8 * k, m == 0.0f ? _mm256_mul_ps(vd, v) : _mm256_fmadd_ps(vd, v, vm));
+    }
+}
+
+/// dst[i] = d0 * q[i] - m0 for the first 16 of 32 signed bytes q and d1 * q[i] - m1 for the last 16, the product
+/// rounded before the subtraction (not fused), so results equal the scalar reference's (and GGML's) bit for bit.
+inline void store_mul_sub_i8(__m256i q, float d0, float m0, float d1, float m1, float* dst) {
+    const __m128i lo = _mm256_castsi256_si128(q);
+    const __m128i hi = _mm256_extracti128_si256(q, 1);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int k = 0; k < 4; ++k) {
+        const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k]));
+        const __m256 prod = _mm256_mul_ps(_mm256_set1_ps(k < 2 ? d0 : d1), v);
+        _mm256_storeu_ps(dst + 8 * k, _mm256_sub_ps(prod, _mm256_set1_ps(k < 2 ? m0 : m1)));
     }
 }
 

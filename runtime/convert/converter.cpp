@@ -37,6 +37,12 @@ quant_type requested_type(output_type t) noexcept {
         return quant_type::q4_k;
     case output_type::q6_k:
         return quant_type::q6_k;
+    case output_type::q2_k:
+        return quant_type::q2_k;
+    case output_type::q3_k:
+        return quant_type::q3_k;
+    case output_type::q5_k:
+        return quant_type::q5_k;
     }
     return quant_type::f16;
 }
@@ -221,6 +227,7 @@ std::optional<output_type> parse_output_type(std::string_view name) {
     constexpr std::pair<std::string_view, output_type> names[] = {
         {"f32", output_type::f32},   {"f16", output_type::f16},   {"bf16", output_type::bf16},
         {"q8_0", output_type::q8_0}, {"q4_k", output_type::q4_k}, {"q6_k", output_type::q6_k},
+        {"q2_k", output_type::q2_k}, {"q3_k", output_type::q3_k}, {"q5_k", output_type::q5_k},
     };
     for (const auto& [n, t] : names) {
         if (n == lower) {
@@ -242,6 +249,12 @@ std::uint32_t file_type_of(output_type type) noexcept {
         return 15;
     case output_type::q6_k:
         return 18;
+    case output_type::q2_k:
+        return 10;
+    case output_type::q3_k:
+        return 11;
+    case output_type::q5_k:
+        return 16;
     case output_type::bf16:
         return 32;
     }

@@ -15,12 +15,13 @@
 namespace sluice::convert {
 
 /// Output weight formats `--type` accepts.
-enum class output_type { f32, f16, bf16, q8_0, q4_k, q6_k };
+enum class output_type { f32, f16, bf16, q8_0, q4_k, q6_k, q2_k, q3_k, q5_k };
 
-/// Parses "f32", "f16", "bf16", "q8_0", "q4_k", "q6_k" (case-insensitive).
+/// Parses "f32", "f16", "bf16", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k" (case-insensitive).
 std::optional<output_type> parse_output_type(std::string_view name);
 
-/// llama.cpp's llama_ftype number for general.file_type (q4_k is recorded as MOSTLY_Q4_K_M, 15).
+/// llama.cpp's llama_ftype number for general.file_type (q4_k is recorded as MOSTLY_Q4_K_M, 15; q3_k as
+/// MOSTLY_Q3_K_S, 11; q5_k as MOSTLY_Q5_K_S, 16).
 std::uint32_t file_type_of(output_type type) noexcept;
 
 /// The GGUF type a tensor gets: F32 for vectors and routers; otherwise `type`, falling back to Q8_0 and then

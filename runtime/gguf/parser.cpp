@@ -292,7 +292,11 @@ result<tensor_info> header_parser::read_tensor_info(std::uint64_t index, std::ui
     }
     const auto traits = kernels::find_quant_traits(*raw_type);
     if (!traits) {
-        return malformed("unsupported type " + std::to_string(*raw_type) + " in tensor " + t.name);
+        if (const auto removed = kernels::removed_quant_type_name(*raw_type)) {
+            return malformed("unsupported type " + std::to_string(*raw_type) + " (" + std::string(*removed) +
+                             ", removed from GGUF by llama.cpp: convert the model again) in tensor " + t.name);
+        }
+        return malformed("unsupported type " + std::to_string(*raw_type) + " (not a GGUF type id) in tensor " + t.name);
     }
     t.type = traits->type;
     if (t.ne[0] % traits->block_elems != 0) {

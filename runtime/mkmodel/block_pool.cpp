@@ -11,16 +11,25 @@ namespace sluice::mkmodel {
 
 block_pool::block_pool(kernels::quant_type type, float stddev, std::uint64_t bytes, std::uint64_t seed)
     : type_(type), stddev_(stddev), block_bytes_(kernels::traits_of(type).block_bytes) {
-    assert(kernels::can_quantize(type));
+    assert(kernels::can_quantize(type) || kernels::can_scale_random_blocks(type));
     const std::size_t block_elems = kernels::traits_of(type).block_elems;
     const std::uint64_t want = std::clamp<std::uint64_t>(bytes, block_bytes_, max_pool_bytes);
     const std::size_t blocks = static_cast<std::size_t>(want / block_bytes_);
     data_.resize(blocks * block_bytes_);
 
+    random_stream rng(seed);
+    if (!kernels::can_quantize(type)) {
+        // Formats without a quantizer (the IQ types need an importance matrix): random grid indices, signs and
+        // sub-scales, with each block's super-scale set so its values have the wanted spread.
+        for (auto& byte : data_) {
+            byte = static_cast<std::byte>(rng.below(256));
+        }
+        kernels::scale_random_blocks(type, data_.data(), blocks, stddev);
+        return;
+    }
     // Quantize in pieces so the float buffer stays small whatever the block size.
     const std::size_t piece_blocks = std::max<std::size_t>(1, 65536 / block_elems);
     std::vector<float> values(piece_blocks * block_elems);
-    random_stream rng(seed);
     for (std::size_t b = 0; b < blocks; b += piece_blocks) {
         const std::size_t n_blocks = std::min(piece_blocks, blocks - b);
         const std::size_t n = n_blocks * block_elems;

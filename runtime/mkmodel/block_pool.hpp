@@ -20,7 +20,9 @@ inline constexpr std::uint64_t max_pool_bytes = std::uint64_t{4} << 20;
 class block_pool {
 public:
     /// Quantizes about `bytes` bytes (at least one block, at most max_pool_bytes) of N(0, stddev) values,
-    /// drawn from `seed`. `kernels::can_quantize(type)` must hold.
+    /// drawn from `seed`. `kernels::can_quantize(type)` must hold, or `kernels::can_scale_random_blocks(type)`: then
+    /// the blocks are random bytes made valid weights of about that spread (the IQ formats, which need an
+    /// importance matrix to quantize).
     block_pool(kernels::quant_type type, float stddev, std::uint64_t bytes, std::uint64_t seed);
 
     [[nodiscard]] kernels::quant_type type() const noexcept { return type_; }

@@ -44,6 +44,30 @@ std::uint32_t file_type_of(quant_type type) {
         return 1;
     case quant_type::q4_0:
         return 2;
+    case quant_type::q2_k:
+        return 10;
+    case quant_type::q3_k:
+        return 11; // Q3_K_S: every quantized tensor is Q3_K
+    case quant_type::mxfp4:
+        return 38;
+    case quant_type::iq2_xxs:
+        return 19;
+    case quant_type::iq2_xs:
+        return 20;
+    case quant_type::iq3_xxs:
+        return 23;
+    case quant_type::iq1_s:
+        return 24;
+    case quant_type::iq3_s:
+        return 26;
+    case quant_type::iq2_s:
+        return 28;
+    case quant_type::iq1_m:
+        return 31;
+    case quant_type::tq1_0:
+        return 36;
+    case quant_type::tq2_0:
+        return 37;
     case quant_type::q8_0:
         return 7;
     case quant_type::q4_k:
@@ -198,7 +222,7 @@ std::uint64_t random_model_plan::data_bytes() const {
 }
 
 result<random_model_plan> plan_random_model(const random_model_spec& spec) {
-    if (!kernels::can_quantize(spec.type)) {
+    if (!kernels::can_quantize(spec.type) && !kernels::can_scale_random_blocks(spec.type)) {
         return make_error(std::errc::not_supported, "type " + std::string(kernels::traits_of(spec.type).name) +
                                                         " cannot be generated (no quantizer)");
     }

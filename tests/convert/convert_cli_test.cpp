@@ -69,9 +69,10 @@ TEST(convert_cli, unknown_type_exits_1_naming_the_choices) {
     const auto dir = test_dir("type");
     test::write_hf_model(dir / "hf", test::make_hf_model("Qwen2ForCausalLM"));
     const auto r = test::run_process(exe + " convert " + shell_quote((dir / "hf").string()) + " -o " +
-                                     shell_quote((dir / "out.gguf").string()) + " --type q5_k");
+                                     shell_quote((dir / "out.gguf").string()) + " --type iq2_xxs");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("q4_k"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("importance matrix"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(dir / "out.gguf"));
 }
 

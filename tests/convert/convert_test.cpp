@@ -320,6 +320,9 @@ TEST(convert, quantized_types_dequantize_close_to_the_source) {
         {convert::output_type::q8_0, quant_type::q8_0, 1e-2, 7},
         {convert::output_type::q6_k, quant_type::q6_k, 3e-2, 18},
         {convert::output_type::q4_k, quant_type::q4_k, 0.12, 15},
+        {convert::output_type::q5_k, quant_type::q5_k, 0.06, 16},
+        {convert::output_type::q3_k, quant_type::q3_k, 0.25, 11},
+        {convert::output_type::q2_k, quant_type::q2_k, 0.45, 10},
     };
     for (const auto& [type, qt, tolerance, file_type] : cases) {
         const auto c = convert_model("quant_" + std::string(kernels::traits_of(qt).name), m, type);

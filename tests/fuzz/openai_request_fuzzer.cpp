@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes as the body of POST /v1/chat/completions and /v1/completions. The parser
 // must answer every body with a request or a 400 naming the field, never crash, and never let through a request
 // the engine cannot run (a max_tokens, temperature or stop list out of range).
+#include "runtime/generate/sampler.hpp"
 #include "server/openai_request.hpp"
 
 #include <cstddef>

@@ -105,7 +105,11 @@ TEST(gguf_parser, tensor_shapes_types_and_offsets_are_checked) {
     EXPECT_EQ(parse_error(one_tensor(0, 0)), "tensor blk.3.ffn_up_exps: dimension 0 is 0 (must be in 1..2^63-1)");
     EXPECT_EQ(parse_error(one_tensor(1ULL << 32, 0, 0, 2)),
               "tensor blk.3.ffn_up_exps: element count of shape [4294967296, 4294967296] overflows");
-    EXPECT_EQ(parse_error(one_tensor(8, 0, 77)), "unsupported type 77 in tensor blk.3.ffn_up_exps");
+    EXPECT_EQ(parse_error(one_tensor(8, 0, 77)),
+              "unsupported type 77 (not a GGUF type id) in tensor blk.3.ffn_up_exps");
+    EXPECT_EQ(parse_error(one_tensor(8, 0, 31)),
+              "unsupported type 31 (q4_0_4_4, removed from GGUF by llama.cpp: convert the model again) in tensor "
+              "blk.3.ffn_up_exps");
     EXPECT_EQ(parse_error(one_tensor(100, 0, 12)),
               "tensor blk.3.ffn_up_exps: row of 100 values is not a multiple of the q4_K block size 256");
     EXPECT_EQ(parse_error(one_tensor(8, 16)),

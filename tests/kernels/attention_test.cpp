@@ -10,8 +10,8 @@
 namespace sluice::kernels {
 namespace {
 
-std::vector<double> reference(const attention_shape& s, const std::vector<float>& q, const std::vector<std::uint16_t>& k,
-                              const std::vector<std::uint16_t>& v) {
+std::vector<double> reference(const attention_shape& s, const std::vector<float>& q,
+                              const std::vector<std::uint16_t>& k, const std::vector<std::uint16_t>& v) {
     std::vector<double> out(s.n_tokens * s.q_token_stride, 0.0);
     const std::size_t group = s.n_heads / s.n_kv_heads;
     for (std::size_t t = 0; t < s.n_tokens; ++t) {

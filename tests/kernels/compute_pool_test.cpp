@@ -57,7 +57,8 @@ TEST(compute_pool, concurrent_jobs_and_empty_jobs_complete) {
         net::co_spawn(
             io,
             [&, c]() -> net::awaitable<void> {
-                co_await pool.run(static_cast<std::size_t>(c * 100), [&](std::size_t i) { sum += static_cast<long>(i); });
+                co_await pool.run(static_cast<std::size_t>(c * 100),
+                                  [&](std::size_t i) { sum += static_cast<long>(i); });
                 ++finished;
             },
             net::detached);

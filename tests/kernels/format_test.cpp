@@ -161,9 +161,9 @@ struct roundtrip_case {
 TEST(formats, quantize_then_dequantize_error_within_format_bound) {
     // Expected bounds: a b-bit uniform quantizer over a block range gives RMS error ~ range / (2^b * sqrt(12)).
     const roundtrip_case cases[] = {
-        {quant_type::f32, 0.0},     {quant_type::f16, 5e-4},   {quant_type::bf16, 4e-3},
-        {quant_type::q8_0, 0.012},  {quant_type::q6_k, 0.05},  {quant_type::q5_k, 0.08},
-        {quant_type::q4_k, 0.14},   {quant_type::q4_0, 0.16},
+        {quant_type::f32, 0.0},   {quant_type::f16, 5e-4},  {quant_type::bf16, 4e-3}, {quant_type::q8_0, 0.012},
+        {quant_type::q6_k, 0.05}, {quant_type::q5_k, 0.08}, {quant_type::q4_k, 0.14}, {quant_type::q4_0, 0.16},
+        {quant_type::mxfp4, 0.2}, {quant_type::q3_k, 0.3},  {quant_type::q2_k, 0.45},
     };
     std::mt19937 rng(5);
     for (const auto& c : cases) {
@@ -184,7 +184,8 @@ TEST(formats, quantize_then_dequantize_error_within_format_bound) {
 }
 
 TEST(formats, quantizers_keep_zero_rows_zero) {
-    for (quant_type type : {quant_type::q8_0, quant_type::q4_0, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k}) {
+    for (quant_type type : {quant_type::q8_0, quant_type::q4_0, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k,
+                            quant_type::mxfp4, quant_type::q2_k, quant_type::q3_k}) {
         std::vector<float> x(512, 0.0f);
         std::vector<std::uint8_t> q(*row_bytes(type, 512));
         quantize_row(type, x.data(), q.data(), 512);
@@ -192,6 +193,36 @@ TEST(formats, quantizers_keep_zero_rows_zero) {
         for (float v : back) {
             ASSERT_EQ(v, 0.0f) << traits_of(type).name;
         }
+    }
+}
+
+} // namespace
+} // namespace sluice::kernels
+
+namespace sluice::kernels {
+namespace {
+
+TEST(formats, random_blocks_of_formats_without_a_quantizer_get_the_asked_spread) {
+    std::mt19937 rng(8);
+    for (std::uint32_t id = 0; id < 64; ++id) {
+        const auto t = find_quant_traits(id);
+        if (!t || !can_scale_random_blocks(t->type)) {
+            continue;
+        }
+        EXPECT_TRUE(has_kernels(t->type)) << t->name;
+        std::vector<std::uint8_t> w(16 * t->block_bytes);
+        for (auto& b : w) {
+            b = static_cast<std::uint8_t>(rng());
+        }
+        scale_random_blocks(t->type, w.data(), 16, 0.02f);
+        const auto values = test::reference_dequantize(t->type, w.data(), 1, 16 * t->block_elems);
+        double sq = 0;
+        for (float v : values) {
+            ASSERT_TRUE(std::isfinite(v)) << t->name;
+            sq += static_cast<double>(v) * v;
+        }
+        // Each block's RMS is 0.02 up to the f16 rounding of its scale (relative 2^-11).
+        EXPECT_NEAR(std::sqrt(sq / static_cast<double>(values.size())), 0.02, 0.02 * 1e-3) << t->name;
     }
 }
 

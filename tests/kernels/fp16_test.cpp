@@ -26,10 +26,10 @@ TEST(fp16, rounding_to_nearest_even_at_known_points) {
     EXPECT_EQ(f32_to_fp16(65504.0f), 0x7bff);
     EXPECT_EQ(f32_to_fp16(65519.0f), 0x7bff);
     EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);
-    EXPECT_EQ(f32_to_fp16(1.0f + 1.0f / 2048), 0x3c00);     // halfway, rounds to even
-    EXPECT_EQ(f32_to_fp16(1.0f + 3.0f / 2048), 0x3c02);     // halfway, rounds to even (up)
-    EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-    EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // halfway to zero, rounds to even
+    EXPECT_EQ(f32_to_fp16(1.0f + 1.0f / 2048), 0x3c00);    // halfway, rounds to even
+    EXPECT_EQ(f32_to_fp16(1.0f + 3.0f / 2048), 0x3c02);    // halfway, rounds to even (up)
+    EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
+    EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -25)), 0x0000); // halfway to zero, rounds to even
     EXPECT_EQ(f32_to_fp16(-2.0f), 0xc000);
     EXPECT_TRUE(std::isnan(fp16_to_f32(f32_to_fp16(NAN))));
 }

@@ -70,7 +70,9 @@ TEST(matmul, f16_and_bf16_prefill_over_long_rows_equals_single_dots_exactly) {
     std::mt19937 rng(12);
     for (isa_level isa : supported_isas()) {
         for (auto [type, rows, tokens] : {std::tuple{quant_type::f16, std::size_t{19}, std::size_t{9}},
-                                          {quant_type::f16, 3, 4}, {quant_type::bf16, 19, 9}, {quant_type::bf16, 3, 4}}) {
+                                          {quant_type::f16, 3, 4},
+                                          {quant_type::bf16, 19, 9},
+                                          {quant_type::bf16, 3, 4}}) {
             problem p{type, rows, 2600, tokens, {}, {}, 0};
             p.w = test::random_weights(rng, p.type, rows, p.cols);
             p.rb = *row_bytes(p.type, p.cols);

@@ -18,13 +18,31 @@ std::vector<std::size_t> f16_field_offsets(quant_type type) {
     case quant_type::q5_0:
     case quant_type::q8_0:
     case quant_type::iq4_nl:
-    case quant_type::iq4_xs: return {0};
+    case quant_type::iq4_xs:
+    case quant_type::iq2_xxs:
+    case quant_type::iq2_xs:
+    case quant_type::iq2_s:
+    case quant_type::iq3_xxs:
+    case quant_type::iq3_s:
+    case quant_type::iq1_s:
+        return {0};
     case quant_type::q4_1:
     case quant_type::q5_1:
     case quant_type::q4_k:
-    case quant_type::q5_k: return {0, 2};
-    case quant_type::q6_k: return {208};
-    default: return {};
+    case quant_type::q5_k:
+        return {0, 2};
+    case quant_type::q6_k:
+        return {208};
+    case quant_type::q2_k:
+        return {80, 82};
+    case quant_type::q3_k:
+        return {108};
+    case quant_type::tq1_0:
+        return {52};
+    case quant_type::tq2_0:
+        return {64};
+    default:
+        return {};
     }
 }
 
@@ -32,9 +50,11 @@ std::vector<std::size_t> f16_field_offsets(quant_type type) {
 
 const std::vector<quant_type>& all_formats() {
     static const std::vector<quant_type> formats{
-        quant_type::f32,  quant_type::f16,  quant_type::bf16, quant_type::q8_0,   quant_type::q4_0,
-        quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl, quant_type::q4_k,
-        quant_type::q5_k, quant_type::q6_k, quant_type::iq4_xs};
+        quant_type::f32,   quant_type::f16,     quant_type::bf16,   quant_type::q8_0,   quant_type::q4_0,
+        quant_type::q4_1,  quant_type::q5_0,    quant_type::q5_1,   quant_type::iq4_nl, quant_type::q4_k,
+        quant_type::q5_k,  quant_type::q6_k,    quant_type::iq4_xs, quant_type::mxfp4,  quant_type::q2_k,
+        quant_type::q3_k,  quant_type::iq2_xxs, quant_type::iq2_xs, quant_type::iq2_s,  quant_type::iq3_xxs,
+        quant_type::iq3_s, quant_type::iq1_s,   quant_type::iq1_m,  quant_type::tq1_0,  quant_type::tq2_0};
     return formats;
 }
 
@@ -69,6 +89,20 @@ std::vector<std::uint8_t> random_weights(std::mt19937& rng, quant_type type, std
         for (std::size_t off : f16_field_offsets(type)) {
             const std::uint16_t h = f32_to_fp16(scale(rng));
             std::memcpy(block + off, &h, 2);
+        }
+        if (type == quant_type::iq1_m) {
+            // The f16 super-scale lives in the top nibbles of the four scale words (bytes 48..55).
+            const std::uint16_t h = f32_to_fp16(scale(rng));
+            for (int i = 0; i < 4; ++i) {
+                std::uint16_t word;
+                std::memcpy(&word, block + 48 + 2 * i, 2);
+                word = static_cast<std::uint16_t>((word & 0x0fff) | (((h >> (4 * i)) & 0xf) << 12));
+                std::memcpy(block + 48 + 2 * i, &word, 2);
+            }
+        }
+        if (type == quant_type::mxfp4) {
+            // E8M0 scales from 2^-12 to 2^-4 (values up to 12 times that), like a trained model's.
+            block[0] = static_cast<std::uint8_t>(116 + byte(rng) % 9);
         }
         if (type == quant_type::q8_0) {
             // Q8_0 values lie in [-127, 127] (the quantizer never yields -128; the SIMD sign trick relies on it).

@@ -131,7 +131,7 @@ TEST(sluice_mkmodel, bad_flags_exit_1_with_a_message_and_leave_no_file) {
              bad_case{"--preset tiny-qwen3moe --experts-used 9", "--experts-used"},
              bad_case{"--preset tiny-qwen3moe --experts 4 --experts-used 6", "--experts-used"},
              bad_case{"--preset tiny-qwen3 --experts 8", "dense"},
-             bad_case{"--preset tiny-qwen3 --type q3_k", "--type"},
+             bad_case{"--preset tiny-qwen3 --type q8_1", "--type"},
              bad_case{"--preset tiny-qwen3 --type nonsense", "--type"},
              bad_case{"--preset tiny-qwen3 --embd 320 --type q4_k", "block size"},
              bad_case{"--preset qwen2-moe-a2.7b --type q4_k", "ffn_down_exps"},

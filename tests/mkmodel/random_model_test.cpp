@@ -73,7 +73,9 @@ TEST(random_model, every_tiny_preset_writes_a_file_the_model_loader_accepts) {
 
 TEST(random_model, every_weight_type_writes_a_loadable_file) {
     for (const auto type : {quant_type::q4_k, quant_type::q5_k, quant_type::q6_k, quant_type::q8_0, quant_type::q4_0,
-                            quant_type::f16, quant_type::bf16, quant_type::f32}) {
+                            quant_type::f16, quant_type::bf16, quant_type::f32, quant_type::q2_k, quant_type::q3_k,
+                            quant_type::mxfp4, quant_type::iq2_xxs, quant_type::iq1_m, quant_type::iq3_s,
+                            quant_type::tq1_0}) {
         SCOPED_TRACE(kernels::traits_of(type).name);
         const auto path = write_plan(preset_plan("tiny-qwen2moe", type), "types.gguf");
         expect_loadable(path, type, false);

@@ -5,7 +5,9 @@
 //           samples of >= 0.25 s.
 //  prefill: 64 / 512 activation rows against one 4096 x 4096 matrix, GFLOP/s = 2*rows*cols*tokens/t, best of 2
 //           after a warm-up, repeated 3 times (best).
-// Usage: ggml_mm_bench decode|prefill <threads> <plain|repack>
+// Usage: ggml_mm_bench decode|prefill|lowbit <threads> <plain|repack>
+//  lowbit : decode on the 2048 x 768 expert shape and 64-token prefill on it for the 2- and 3-bit formats and
+//           MXFP4, as kernels_bench lowbit.
 // "repack" puts the weights in the CPU_REPACK buffer (what llama-cli / llama-bench use by default; on x86
 // it repacks Q4_K to 8x8 interleaved rows; Q6_K, Q8_0, F16 are not repacked on x86 and fall back to plain).
 #include "ggml-alloc.h"
@@ -102,7 +104,44 @@ int main(int argc, char** argv) {
     ggml_backend_cpu_set_n_threads(be, threads);
     const size_t target = 768ull << 20;
     const ggml_type types[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_F16};
-    if (mode == "decode") {
+    if (mode == "lowbit") {
+        const ggml_type low[] = {GGML_TYPE_Q4_K,   GGML_TYPE_Q2_K,    GGML_TYPE_Q3_K,  GGML_TYPE_IQ2_XXS,
+                                 GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S,   GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S,
+                                 GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M,   GGML_TYPE_MXFP4};
+        std::printf("| format | matrix | ggml %d thread(s) decode GB/s | prefill 64 GFLOP/s | layout |\n"
+                    "|---|---|---:|---:|---|\n", threads);
+        for (ggml_type t : low) {
+            const size_t mb = ggml_row_size(t, 2048) * 768;
+            setup st = make(t, 2048, 768, 1, std::max<size_t>(2, target / mb), repack);
+            ggml_backend_graph_compute(be, st.graph);
+            double best = 0;
+            for (int rep = 0; rep < 3; ++rep) {
+                size_t passes = 0;
+                const double t0 = now();
+                double dt = 0;
+                while (dt < 0.25) {
+                    ggml_backend_graph_compute(be, st.graph);
+                    ++passes;
+                    dt = now() - t0;
+                }
+                best = std::max(best, (double)(passes * st.n_mats * mb) / dt / 1e9);
+            }
+            const bool repacked = st.repacked;
+            release(st);
+            setup pf = make(t, 2048, 768, 64, 1, repack);
+            ggml_backend_graph_compute(be, pf.graph);
+            double fastest = 1e30;
+            for (int rep = 0; rep < 6; ++rep) {
+                const double t0 = now();
+                ggml_backend_graph_compute(be, pf.graph);
+                fastest = std::min(fastest, now() - t0);
+            }
+            release(pf);
+            std::printf("| %s | 2048 x 768 | %.1f | %.1f | %s |\n", ggml_type_name(t), best,
+                        2.0 * 2048 * 768 * 64 / fastest / 1e9, repacked ? "repacked" : "plain");
+            std::fflush(stdout);
+        }
+    } else if (mode == "decode") {
         struct { int64_t cols, rows; } shapes[] = {{2048, 768}, {768, 2048}, {2048, 151936}, {4096, 4096}};
         std::printf("| format | matrix (cols x rows) | MiB/matrix | ggml %d thread(s) GB/s | layout |\n", threads);
         std::printf("|---|---|---:|---:|---|\n");
