@@ -211,6 +211,18 @@ result<void> read_hybrid_config(const json::object& o, hf_family family, hf_mode
         }
         h.mtp_layers = static_cast<std::uint32_t>(mtp->get_int64());
     }
+    // The same in the model's own terms (what the GGUF writer and the architecture read).
+    auto& mh = hp.hybrid;
+    mh.conv_kernel = h.conv_kernel;
+    mh.state_size = h.state_size;
+    mh.group_count = h.group_count;
+    mh.time_step_rank = h.time_step_rank;
+    mh.inner_size = h.inner_size;
+    mh.recurrent = h.recurrent;
+    mh.rope_sections = h.rope_sections;
+    mh.nextn_layers = h.mtp_layers;
+    mh.tiled_value_heads = family != hf_family::qwen3next;
+    mh.fused_ba = family == hf_family::qwen3next;
     cfg.hybrid = std::move(h);
     return {};
 }
