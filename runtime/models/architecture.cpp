@@ -9,9 +9,11 @@
 namespace sluice::models {
 
 std::span<const architecture* const> supported_architectures() {
-    static const std::array<const architecture*, 6> all{&llama_architecture(),    &qwen2_architecture(),
+    static const std::array<const architecture*, 9> all{&llama_architecture(),    &qwen2_architecture(),
                                                         &qwen3_architecture(),    &qwen2moe_architecture(),
-                                                        &qwen3moe_architecture(), &olmoe_architecture()};
+                                                        &qwen3moe_architecture(), &olmoe_architecture(),
+                                                        &qwen35moe_architecture(), &qwen35_architecture(),
+                                                        &qwen3next_architecture()};
     return all;
 }
 

@@ -55,5 +55,8 @@ const architecture& qwen3_architecture();
 const architecture& qwen2moe_architecture();
 const architecture& qwen3moe_architecture();
 const architecture& olmoe_architecture();
+const architecture& qwen35moe_architecture();
+const architecture& qwen35_architecture();
+const architecture& qwen3next_architecture();
 
 } // namespace sluice::models

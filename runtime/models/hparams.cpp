@@ -1,6 +1,8 @@
 // Reading and writing the GGUF keys of model_hparams, with defaults and consistency checks.
 #include "runtime/models/hparams.hpp"
 
+#include "runtime/models/hybrid_hparams.hpp"
+
 #include <string>
 
 namespace sluice::models {
@@ -142,7 +144,7 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     kv.set_u32(key(a, "vocab_size"), hp.n_vocab);
     kv.set_u32(key(a, "context_length"), hp.n_ctx_train);
     kv.set_u32(key(a, "embedding_length"), hp.n_embd);
-    kv.set_u32(key(a, "block_count"), hp.n_layer);
+    kv.set_u32(key(a, "block_count"), hp.n_layer + hp.hybrid.nextn_layers); // MTP blocks count in llama.cpp's files
     if (hp.n_ff) {
         kv.set_u32(key(a, "feed_forward_length"), hp.n_ff);
     }
@@ -164,6 +166,9 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     }
     if (hp.n_ff_shexp) {
         kv.set_u32(key(a, "expert_shared_feed_forward_length"), hp.n_ff_shexp);
+    }
+    if (hp.hybrid.enabled()) {
+        write_hybrid_hparams(hp, kv);
     }
 }
 

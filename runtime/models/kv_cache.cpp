@@ -45,6 +45,7 @@ kv_cache::kv_cache(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx
         l.state_offset = floats;
         floats += spec.state_floats;
         past_is_lossy_ = past_is_lossy_ || (spec.window != 0 && spec.window < n_ctx) || spec.state_floats != 0;
+        has_window_ = has_window_ || (spec.window != 0 && spec.window < n_ctx);
         layers_.push_back(l);
     }
     data_.resize(bytes);
@@ -59,6 +60,12 @@ void kv_cache::truncate(std::uint32_t n) noexcept {
     if (used_ == 0) {
         std::fill(states_.begin(), states_.end(), 0.0f);
     }
+}
+
+void kv_cache::restore(std::uint32_t n, std::span<const float> saved) noexcept {
+    assert(can_restore() && n <= used_ && saved.size() == states_.size());
+    used_ = n;
+    std::copy(saved.begin(), saved.end(), states_.begin());
 }
 
 } // namespace sluice::models
