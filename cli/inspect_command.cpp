@@ -7,6 +7,7 @@
 
 #include "io/reader.hpp"
 #include "runtime/engine/memory_plan.hpp"
+#include "runtime/engine/model.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/summary.hpp"
 #include "runtime/models/architecture.hpp"
@@ -325,7 +326,8 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         return 1;
     }
     auto in = plan_inputs_for(opts, *hp, *mem);
-    in.cache_layout = models::cache_layout_of(*arch, *hp); // windowed layers keep only their ring
+    in.cache_layout = models::cache_layout_of(*arch, *hp); // recurrent states and windowed rings count per sequence
+    in.state_checkpoints = model_options{}.state_checkpoints;
     std::string source = in.disk_bandwidth > 0 ? "flag" : "none";
     if (opts.probe && in.disk_bandwidth == 0) {
         auto bw = probe_bandwidth(files, *layout);

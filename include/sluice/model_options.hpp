@@ -63,6 +63,11 @@ struct model_options {
     /// Old behaviour: control-token text a user wrote in a message ("<|im_end|>") becomes a control token.
     /// By default it is encoded as text, so a user cannot forge turns.
     bool special_tokens_in_content = false;
+    /// Models with recurrent layers (Qwen3.5): recurrent-state checkpoints each session keeps so that a later
+    /// prompt sharing a prefix resumes from one (the memory plan reserves them per sequence).
+    std::uint32_t state_checkpoints = 4;
+    /// Models with recurrent layers: a long prefill takes a checkpoint every this many positions.
+    std::uint32_t checkpoint_interval = 512;
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.

@@ -100,7 +100,9 @@ private:
 };
 
 /// One sequence: its cache and history. Consecutive generations reuse the longest common prefix of the
-/// previous prompt + output (where the model's layers allow going back to it). One generation at a time per
+/// previous prompt + output (where the model's layers allow going back to it; for models with recurrent layers,
+/// whose state cannot be cut back, the longest prefix ending at a state checkpoint: the end of each prompt, the end
+/// of each generation, and every checkpoint_interval positions of a long prefill). One generation at a time per
 /// session; many sessions may share a model and run concurrently on one io_context.
 class session {
 public:
@@ -126,6 +128,8 @@ public:
     [[nodiscard]] model& owner() noexcept;
     [[nodiscard]] std::uint32_t context_size() const noexcept;
     [[nodiscard]] std::uint32_t tokens_in_context() const noexcept;
+    /// Positions of the recurrent-state checkpoints held (models with recurrent layers), oldest first.
+    [[nodiscard]] std::vector<std::uint32_t> checkpoint_positions() const;
 
 private:
     friend class token_stream;

@@ -34,7 +34,7 @@ struct json_writer {
 
 void append_u16(std::string& out, unsigned cp) {
     char buf[8];
-    std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    std::snprintf(buf, sizeof buf, "\\u%04x", cp & 0xFFFFu); // one UTF-16 unit: always 6 characters
     out += buf;
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/models/architecture.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cstring>
 
@@ -102,6 +103,10 @@ public:
             }
             if (src.permute_heads) {
                 permute_qk_rows(values_.data(), n, row_elems, head_dim);
+            }
+            apply_value_transform(src.transform, values_.data(), n * row_elems);
+            if (!src.column_order.empty()) {
+                permute_columns(values_.data(), n, row_elems, src.column_order);
             }
             // Convert row by row.
             bytes_.resize(n * out_row);
@@ -197,6 +202,24 @@ std::string default_name(const std::filesystem::path& dir) {
     return p.filename().string();
 }
 
+/// The number of MTP blocks a hybrid checkpoint holds: mtp.layers.<i>.* (or model.mtp..., model.language_model.mtp...).
+std::uint32_t count_mtp_layers(const checkpoint& ckpt) {
+    std::uint32_t n = 0;
+    for (const auto& t : ckpt.tensors()) {
+        const auto at = t.name.find("mtp.layers.");
+        if (at == std::string::npos || (at != 0 && t.name[at - 1] != '.')) {
+            continue;
+        }
+        std::uint32_t i = 0;
+        const char* p = t.name.data() + at + 11;
+        const auto [end, ec] = std::from_chars(p, t.name.data() + t.name.size(), i);
+        if (ec == std::errc{} && end != p && i < 64) {
+            n = std::max(n, i + 1);
+        }
+    }
+    return n;
+}
+
 /// Metadata: hyperparameters, general.*, tokenizer. Also sets the architecture's flags in `hp`.
 result<const models::architecture*> write_metadata(const std::filesystem::path& dir, const convert_options& options,
                                                    hf_model_config& cfg, gguf::metadata& kv) {
@@ -233,14 +256,13 @@ result<convert_summary> convert_into(const std::filesystem::path& dir, const std
     if (!cfg) {
         return cfg.error();
     }
-    gguf::writer w(tmp);
-    auto arch = write_metadata(dir, options, *cfg, w.kv());
-    if (!arch) {
-        return arch.error();
-    }
     auto ckpt = checkpoint::open(dir);
     if (!ckpt) {
         return ckpt.error();
+    }
+    if (cfg->hybrid) {
+        // MTP blocks as the checkpoint holds them (Qwen3-Next's config does not count them; llama.cpp counts too).
+        cfg->hp.hybrid.nextn_layers = count_mtp_layers(*ckpt);
     }
     // FP8 weights with block scales and packed integer weights read back dequantised; --type requantises them.
     if (cfg->fp8_block) {
@@ -252,6 +274,11 @@ result<convert_summary> convert_into(const std::filesystem::path& dir, const std
         if (auto r = ckpt->attach_packed_int((*cfg->packed_int)[0], (*cfg->packed_int)[1]); !r) {
             return r.error();
         }
+    }
+    gguf::writer w(tmp);
+    auto arch = write_metadata(dir, options, *cfg, w.kv());
+    if (!arch) {
+        return arch.error();
     }
     auto sources = map_tensors(*cfg, *ckpt, (*arch)->tensors(cfg->hp));
     if (!sources) {

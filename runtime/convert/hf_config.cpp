@@ -1,6 +1,7 @@
 // config.json to model_hparams, following llama.cpp's convert_hf_to_gguf.py for each supported class.
 #include "runtime/convert/hf_config.hpp"
 
+#include "runtime/convert/hf_config_hybrid.hpp"
 #include "runtime/convert/hf_config_moe_family.hpp"
 #include "runtime/convert/hf_fields.hpp"
 
@@ -39,6 +40,11 @@ constexpr class_entry classes[] = {
     {"KimiK25ForConditionalGeneration", hf_family::deepseek2, "deepseek2"},
     {"Glm4MoeForCausalLM", hf_family::glm4moe, "glm4moe"},
     {"GptOssForCausalLM", hf_family::gpt_oss, "gpt-oss"},
+    {"Qwen3_5MoeForCausalLM", hf_family::qwen35moe, "qwen35moe"},
+    {"Qwen3_5MoeForConditionalGeneration", hf_family::qwen35moe, "qwen35moe"},
+    {"Qwen3_5ForCausalLM", hf_family::qwen35, "qwen35"},
+    {"Qwen3_5ForConditionalGeneration", hf_family::qwen35, "qwen35"},
+    {"Qwen3NextForCausalLM", hf_family::qwen3next, "qwen3next"},
 };
 
 /// Kimi-K2.5 nests the language model's config in text_config and its tensors under language_model.
@@ -170,13 +176,13 @@ result<void> reject_unsupported(const fields& f, hf_family family) {
     }
     if (auto p = f.number_or("partial_rotary_factor", 1.0); !p) {
         return p.error();
-    } else if (*p != 1.0 && family != hf_family::glm4moe) {
+    } else if (*p != 1.0 && family != hf_family::glm4moe && !is_hybrid_family(family)) {
         return unsupported("partial_rotary_factor", "partial rotary embeddings are not supported");
     }
     if (const auto* act = f.find("hidden_act"); act && (!act->is_string() || act->get_string() != "silu")) {
         return unsupported("hidden_act", json::serialize(*act) + " is not supported (only silu is)");
     }
-    if (family == hf_family::qwen2moe || family == hf_family::qwen3moe) {
+    if (family == hf_family::qwen2moe || family == hf_family::qwen3moe || family == hf_family::qwen3next) {
         if (const auto* only = f.find("mlp_only_layers"); only && (!only->is_array() || !only->get_array().empty())) {
             return unsupported("mlp_only_layers", "dense layers inside the MoE stack are not supported");
         }
@@ -195,22 +201,25 @@ result<void> read_experts(const fields& f, hf_family family, models::model_hpara
     case hf_family::llama:
     case hf_family::qwen2:
     case hf_family::qwen3:
+    case hf_family::qwen35:
         return {};
     case hf_family::mixtral:
         SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_local_experts"));
         hp.n_ff_exp = hp.n_ff;
         break;
     case hf_family::qwen2moe:
-        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+    case hf_family::qwen35moe:
+    case hf_family::qwen3next:
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         SLUICE_CONFIG_TRY(hp.n_ff_exp, f.u32("moe_intermediate_size"));
         SLUICE_CONFIG_TRY(hp.n_ff_shexp, f.u32("shared_expert_intermediate_size"));
         break;
     case hf_family::qwen3moe:
-        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         SLUICE_CONFIG_TRY(hp.n_ff_exp, f.u32("moe_intermediate_size"));
         break;
     case hf_family::olmoe:
-        SLUICE_CONFIG_TRY(hp.n_expert, f.u32("num_experts"));
+        SLUICE_CONFIG_TRY(hp.n_expert, f.u32(f.either("num_experts", "num_local_experts")));
         hp.n_ff_exp = hp.n_ff;
         break;
     case hf_family::deepseek2:
@@ -275,14 +284,14 @@ result<void> read_gpt_oss(const fields& f, models::model_hparams& hp) {
 }
 
 /// Dimensions, rope base and norm epsilon.
-result<void> read_sizes(const fields& f, models::model_hparams& hp) {
+result<void> read_sizes(const fields& f, bool dense_ff_required, models::model_hparams& hp) {
     SLUICE_CONFIG_TRY(hp.n_vocab, f.u32("vocab_size"));
     SLUICE_CONFIG_TRY(hp.n_embd, f.u32("hidden_size"));
     SLUICE_CONFIG_TRY(hp.n_layer, f.u32("num_hidden_layers"));
     SLUICE_CONFIG_TRY(hp.n_head, f.u32("num_attention_heads"));
     SLUICE_CONFIG_TRY(hp.n_head_kv, f.u32_or("num_key_value_heads", hp.n_head));
     SLUICE_CONFIG_TRY(hp.n_ctx_train, f.u32_or("max_position_embeddings", 4096));
-    SLUICE_CONFIG_TRY(hp.n_ff, f.u32("intermediate_size"));
+    SLUICE_CONFIG_TRY(hp.n_ff, dense_ff_required ? f.u32("intermediate_size") : f.u32_or("intermediate_size", 0));
     if (hp.n_head == 0 || hp.n_embd % hp.n_head != 0) {
         if (f.find("head_dim") == nullptr) {
             return field_error("num_attention_heads", "must divide hidden_size when head_dim is not given");
@@ -301,13 +310,15 @@ result<void> read_sizes(const fields& f, models::model_hparams& hp) {
 }
 
 /// Everything below the class: sizes, rope, experts, flags and quantization, from the language model's fields
-/// `f` (the root, or Kimi-K2.5's text_config) and, for quantization_config, the root `root`.
-result<hf_model_config> parse_language_model(const fields& f, const fields& root, hf_model_config cfg) {
+/// `f` (the root, or text_config: Kimi-K2.5, Qwen3.5's ...ForConditionalGeneration) whose object is `text`, and,
+/// for quantization_config and tie_word_embeddings, the root `root`.
+result<hf_model_config> parse_language_model(const fields& f, const json::object& text, const fields& root,
+                                             hf_model_config cfg) {
     auto& hp = cfg.hp;
     if (auto r = reject_unsupported(f, cfg.family); !r) {
         return r.error();
     }
-    if (auto r = read_sizes(f, hp); !r) {
+    if (auto r = read_sizes(f, cfg.family != hf_family::qwen35moe, hp); !r) {
         return r.error();
     }
     const bool moe_family = cfg.family == hf_family::deepseek2 || cfg.family == hf_family::glm4moe;
@@ -317,6 +328,11 @@ result<hf_model_config> parse_language_model(const fields& f, const fields& root
     if (auto r = read_experts(f, cfg.family, hp); !r) {
         return r.error();
     }
+    if (is_hybrid_family(cfg.family)) {
+        if (auto r = read_hybrid_config(text, cfg.family, cfg); !r) {
+            return r.error();
+        }
+    }
     if (cfg.family == hf_family::gpt_oss) { // MXFP4 only, checked by read_gpt_oss
         if (auto r = read_gpt_oss(f, hp); !r) {
             return r.error();
@@ -325,7 +341,7 @@ result<hf_model_config> parse_language_model(const fields& f, const fields& root
         return r.error();
     }
     // Flags.
-    if (auto tied = f.boolean("tie_word_embeddings"); !tied) {
+    if (auto tied = (f.find("tie_word_embeddings") ? f : root).boolean("tie_word_embeddings"); !tied) {
         return tied.error();
     } else {
         cfg.tied_embeddings = tied->value_or(false);
@@ -367,14 +383,18 @@ result<hf_model_config> parse_hf_config(std::string_view config_json) {
     cfg.family = entry->family;
     auto& hp = cfg.hp;
     hp.arch = std::string(entry->arch);
-    const json::value* text = cfg.hf_class == nested_text_class ? f.find("text_config") : &root;
+    // Qwen3.5's ...ForConditionalGeneration classes keep the language model's fields in text_config too, but their
+    // tensor names are mapped by tensor_map.
+    const bool nested = cfg.hf_class == nested_text_class || (is_hybrid_family(cfg.family) && f.find("text_config"));
+    const json::value* text = nested ? f.find("text_config") : &root;
     if (text == nullptr || !text->is_object()) {
         return field_error("text_config", "expected the language model's config object");
     }
-    if (text != &root) {
+    if (cfg.hf_class == nested_text_class) {
         cfg.tensor_prefix = "language_model.";
     }
-    return parse_language_model(fields(text->get_object(), text != &root ? "text_config." : ""), f, std::move(cfg));
+    return parse_language_model(fields(text->get_object(), text != &root ? "text_config." : ""), text->get_object(), f,
+                                std::move(cfg));
 }
 
 } // namespace sluice::convert

@@ -54,6 +54,11 @@ public:
         return static_cast<std::uint32_t>(v->is_int64() ? v->get_int64() : static_cast<std::int64_t>(v->get_uint64()));
     }
 
+    /// `key`, or `other` when only `other` is present (a field transformers 5 renamed).
+    [[nodiscard]] std::string_view either(std::string_view key, std::string_view other) const {
+        return find(key) == nullptr && find(other) != nullptr ? other : key;
+    }
+
     [[nodiscard]] result<std::uint32_t> u32_or(std::string_view key, std::uint32_t fallback) const {
         return find(key) ? u32(key) : result<std::uint32_t>(fallback);
     }

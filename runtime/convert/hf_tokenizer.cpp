@@ -38,6 +38,8 @@ std::string_view pre_name(tk::pre_tokenizer_kind kind) {
         return "starcoder";
     case k::gpt_oss:
         return "gpt-4o";
+    case k::qwen35:
+        return "qwen35";
     case k::kimi_k2:
         return "kimi-k2";
     }

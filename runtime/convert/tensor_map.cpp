@@ -1,6 +1,7 @@
 // Name table from Hugging Face checkpoints to llama.cpp tensor names, with shape checks and expert stacking.
 #include "runtime/convert/tensor_map.hpp"
 
+#include "runtime/convert/hybrid_tensors.hpp"
 #include "runtime/convert/mxfp4_import.hpp"
 
 #include <algorithm>
@@ -16,6 +17,7 @@ enum class target_kind {
     whole,         ///< the tensor as it is (leading 1-dims dropped)
     expert,        ///< one expert's [rows, cols] slab of a 3-D experts tensor
     fused_gate_up, ///< [E, 2*ff, n_embd]: gate rows then up rows of each expert
+    fused_qkvz,    ///< Qwen3-Next's in_proj_qkvz: attn_qkv and attn_gate rows regrouped per key head
     ignore,        ///< buffers that are not weights (rotary inv_freq)
     // gpt-oss: gate and up interleaved (gate j at 2j, up at 2j + 1)
     mxfp4_blocks,  ///< *_blocks U8 [E, rows, cols/32, 16] (gate_up: 2*ff interleaved rows)
@@ -159,6 +161,22 @@ std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view re
     return std::nullopt;
 }
 
+/// A hybrid layer's own tensors ("model.layers.N.linear_attn...", its MTP names, post_attention_layernorm).
+std::optional<hf_target> map_hybrid_name(std::string_view name) {
+    constexpr std::string_view layers = "model.layers.";
+    if (!name.starts_with(layers)) {
+        return std::nullopt;
+    }
+    std::string_view rest = name.substr(layers.size());
+    const auto layer = take_index(rest);
+    const auto e = layer ? hybrid_layer_entry(rest) : std::nullopt;
+    if (!e) {
+        return std::nullopt;
+    }
+    return hf_target{e->fused_qkvz ? target_kind::fused_qkvz : target_kind::whole,
+                     models::tensor_name(e->kind, *layer, e->suffix), 0};
+}
+
 std::optional<hf_target> map_name(std::string_view name, hf_family family) {
     if (name == "model.embed_tokens.weight") {
         return hf_target{target_kind::whole, models::tensor_name(tensor_kind::token_embd), 0};
@@ -215,7 +233,17 @@ public:
     }
 
     result<void> add(const st_tensor& t) {
-        const auto target = map_name(t.name, cfg_.family);
+        std::optional<hf_target> target;
+        if (cfg_.hybrid) {
+            const auto name = hybrid_tensor_name(cfg_, t.name);
+            if (!name) {
+                return {}; // the vision tower of a multimodal checkpoint
+            }
+            target = map_hybrid_name(*name);
+            target = target ? target : map_name(*name, cfg_.family);
+        } else {
+            target = map_name(t.name, cfg_.family);
+        }
         if (!target) {
             return make_error(std::errc::not_supported,
                               "tensor " + t.name + ": not a tensor of " + cfg_.hf_class + " known to the converter");
@@ -247,6 +275,8 @@ public:
         case target_kind::dense_down:
         case target_kind::gate_up_bias:
             return add_gathered(t, it->second, target->kind);
+        case target_kind::fused_qkvz:
+            return add_qkvz(t, it->second);
         case target_kind::ignore:
             break;
         }
@@ -291,6 +321,9 @@ public:
                 return make_error(std::errc::invalid_argument, "tensor " + s.name + ": missing from the checkpoint");
             }
             const auto parsed = models::parse_tensor_name(s.name);
+            if (cfg_.hybrid && parsed && sl.from != "fused in_proj_qkvz") {
+                apply_hybrid_layout(cfg_, parsed->kind, src);
+            }
             const bool weight = parsed && parsed->suffix == tensor_suffix::weight;
             if (cfg_.hp.arch == "llama" && weight && parsed->kind == tensor_kind::attn_q) {
                 src.permute_heads = cfg_.hp.n_head;
@@ -321,7 +354,14 @@ private:
 
     result<void> add_whole(const st_tensor& t, slot& sl) {
         std::vector<std::uint64_t> want(sl.spec->ne.rbegin(), sl.spec->ne.rend());
-        if (strip_leading_ones(t.shape) != strip_leading_ones(want)) {
+        // Hybrid checkpoints keep inner 1-dims too (conv1d [C, 1, K]); rows are all but the last dimension.
+        const auto squeeze = [&](std::vector<std::uint64_t> shape) {
+            if (cfg_.hybrid) {
+                std::erase(shape, std::uint64_t{1});
+            }
+            return strip_leading_ones(std::move(shape));
+        };
+        if (squeeze(t.shape) != squeeze(want)) {
             return wrong_shape(t, sl.spec->name, want);
         }
         if (auto r = claim(t, sl); !r) {
@@ -449,6 +489,26 @@ private:
                 targets[i]->gathers.push_back({&t, e * ne[0], ne[0], ne[1], i, paired ? 2u : 1u, width});
             }
         }
+        return {};
+    }
+
+    /// Qwen3-Next's fused q/k/v/z projection: the rows of attn_qkv and of attn_gate, regrouped per key head.
+    result<void> add_qkvz(const st_tensor& t, slot& qkv) {
+        const auto parsed = models::parse_tensor_name(qkv.spec->name);
+        slot& gate = slots_.at(models::tensor_name(tensor_kind::attn_gate, parsed ? *parsed->layer : 0));
+        const std::vector<std::uint64_t> want{qkv.spec->ne[1] + gate.spec->ne[1], qkv.spec->ne[0]};
+        if (t.shape != want) {
+            return wrong_shape(t, qkv.spec->name + " + " + gate.spec->name, want);
+        }
+        if (auto r = claim(t, qkv); !r) {
+            return r;
+        }
+        if (auto r = claim(t, gate); !r) {
+            return r;
+        }
+        qkv.from = gate.from = "fused in_proj_qkvz";
+        qkv.runs = qwen3next_split_runs(cfg_, t, false);
+        gate.runs = qwen3next_split_runs(cfg_, t, true);
         return {};
     }
 

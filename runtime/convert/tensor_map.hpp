@@ -2,6 +2,7 @@
 #pragma once
 
 #include "runtime/convert/hf_config.hpp"
+#include "runtime/convert/hybrid_layout.hpp"
 #include "runtime/convert/safetensors.hpp"
 #include "runtime/models/tensor_plan.hpp"
 #include "sluice/error.hpp"
@@ -51,6 +52,10 @@ struct tensor_source {
     /// Non-zero for llama Q/K: rows are regrouped per head from HF's rotate-half order to interleaved pairs
     /// (new row h*d + 2i + j = old row h*d + j*d/2 + i, d = head size); the value is the head count.
     std::uint32_t permute_heads = 0;
+    /// Applied to every value (the hybrids' 1 + w norms and -exp(A_log)).
+    value_transform transform = value_transform::none;
+    /// When set, destination column c of each row is source column column_order[c] (the hybrids' tiled heads).
+    std::vector<std::uint64_t> column_order;
 };
 
 /// Matches every checkpoint tensor to `expected` (an architecture's tensor list; optional entries may stay

@@ -276,7 +276,7 @@ std::uint64_t default_memory_budget() {
 }
 
 std::uint64_t memory_plan::planned_bytes() const noexcept {
-    return resident_bytes + cache_bytes + kv_bytes + compute_bytes;
+    return resident_bytes + cache_bytes + kv_bytes + checkpoint_bytes + compute_bytes;
 }
 
 result<memory_plan> plan_memory(const gguf::model_files& files, const models::model_hparams& hp,
@@ -290,11 +290,15 @@ result<memory_plan> plan_memory(const gguf::model_files& files, const models::mo
     }
     p.expert_bytes = layout.total_bytes;
     p.kv_bytes = kv_bytes_of(hp, in);
+    for (const auto& spec : in.cache_layout) {
+        p.state_bytes += spec.state_floats * sizeof(float);
+    }
+    p.checkpoint_bytes = p.state_bytes * in.state_checkpoints * in.n_seq;
     p.compute_bytes = compute_bytes_of(files, hp, in);
     p.slot_bytes = layout.slot_bytes;
     p.total_experts = layout.total_count;
 
-    const std::uint64_t fixed = p.dense_bytes + p.kv_bytes + p.compute_bytes;
+    const std::uint64_t fixed = p.dense_bytes + p.kv_bytes + p.checkpoint_bytes + p.compute_bytes;
     if (p.budget >= fixed + p.expert_bytes) {
         p.strategy = memory_plan::strategy_kind::resident;
         p.resident_bytes = p.dense_bytes + p.expert_bytes;
@@ -307,7 +311,9 @@ result<memory_plan> plan_memory(const gguf::model_files& files, const models::mo
     const std::uint64_t min_cache = min_slots * layout.slot_bytes;
     if (layout.total_count == 0 || p.budget < fixed + min_cache) {
         std::string m = "memory budget " + human(p.budget) + " is too small for this model: dense weights " +
-                        human(p.dense_bytes) + " + KV cache " + human(p.kv_bytes) + " + buffers " +
+                        human(p.dense_bytes) + " + KV cache " + human(p.kv_bytes) +
+                        (p.checkpoint_bytes ? " + state checkpoints " + human(p.checkpoint_bytes) : std::string()) +
+                        " + buffers " +
                         human(p.compute_bytes);
         if (layout.total_count == 0) {
             m += " = " + human(fixed) + " (a model without routed experts cannot stream)";
@@ -346,6 +352,8 @@ boost::json::object to_json(const memory_plan& plan) {
         {"dense_bytes", plan.dense_bytes},
         {"expert_bytes", plan.expert_bytes},
         {"kv_bytes", plan.kv_bytes},
+        {"state_bytes_per_sequence", plan.state_bytes},
+        {"checkpoint_bytes", plan.checkpoint_bytes},
         {"compute_bytes", plan.compute_bytes},
         {"cache_bytes", plan.cache_bytes},
         {"cache_slots", plan.cache_slots},

@@ -39,6 +39,8 @@ struct plan_inputs {
     double disk_bandwidth = 0; ///< bytes/s for the speed bound; 0 = unknown
     /// What each layer keeps per sequence (architecture cache_layout_of); empty: standard attention layers.
     std::vector<models::layer_cache_spec> cache_layout;
+    /// Recurrent-state checkpoints each sequence keeps for its prompt cache (models with recurrent layers).
+    std::uint32_t state_checkpoints = 0;
 };
 
 /// How a model is held in memory.
@@ -48,7 +50,9 @@ struct memory_plan {
     std::uint64_t budget = 0;
     std::uint64_t dense_bytes = 0;   ///< every non-expert weight (held resident in both strategies)
     std::uint64_t expert_bytes = 0;  ///< all routed-expert weights in the file
-    std::uint64_t kv_bytes = 0;      ///< KV cache of n_seq sequences of n_ctx tokens
+    std::uint64_t kv_bytes = 0;      ///< KV cache of n_seq sequences of n_ctx tokens (recurrent states included)
+    std::uint64_t state_bytes = 0;   ///< of which one sequence's recurrent state (models with recurrent layers)
+    std::uint64_t checkpoint_bytes = 0; ///< the prompt cache's state checkpoints of all n_seq sequences
     std::uint64_t compute_bytes = 0; ///< forward-pass buffers and fixed overhead
     /// resident: dense + expert bytes; stream_experts: dense bytes (the cache is counted apart).
     std::uint64_t resident_bytes = 0;

@@ -122,6 +122,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     in.kv_type = options.kv_type == kv_cache_type::f32 ? kernels::quant_type::f32 : kernels::quant_type::f16;
     in.disk_bandwidth = options.disk_bandwidth;
     in.cache_layout = models::cache_layout_of(*m->arch, m->hp);
+    in.state_checkpoints = options.state_checkpoints;
     auto plan = plan_memory(*m->files, m->hp, *layout, in);
     if (!plan) {
         co_return plan.error().with_context(path.string());

@@ -59,7 +59,81 @@ struct session::state {
     models::kv_cache cache_;
     models::forward_runner runner_;
     std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
+
+    /// The recurrent states at one position of the history.
+    struct state_checkpoint {
+        std::uint32_t pos = 0;
+        std::vector<float> states;
+    };
+    std::vector<state_checkpoint> checkpoints_;
+
+    /// Keeps the states at the cache's current position (models with recurrent layers; within the limit, the
+    /// oldest checkpoint giving way).
+    void save_checkpoint();
+    /// Goes back to the longest reusable prefix of at most `want` tokens and returns its length: any prefix when
+    /// no layer is recurrent, else the latest checkpoint at or before `want` (0 when none).
+    std::uint32_t rewind(std::uint32_t want);
+    /// Prefills `tokens` after the history, taking a checkpoint every checkpoint_interval positions.
+    boost::asio::awaitable<result<void>> prefill(std::span<const std::int32_t> tokens, std::vector<float>& logits);
 };
+
+void session::state::save_checkpoint() {
+    const auto limit = model_->options().state_checkpoints;
+    if (!cache_.has_state() || limit == 0 || cache_.size() == 0) {
+        return;
+    }
+    const auto pos = cache_.size();
+    std::erase_if(checkpoints_, [&](const state_checkpoint& c) { return c.pos == pos; });
+    if (checkpoints_.size() >= limit) {
+        checkpoints_.erase(checkpoints_.begin());
+    }
+    const auto states = cache_.states();
+    checkpoints_.push_back({pos, std::vector<float>(states.begin(), states.end())});
+}
+
+std::uint32_t session::state::rewind(std::uint32_t want) {
+    if (cache_.can_truncate(want)) {
+        cache_.truncate(want);
+    } else {
+        const state_checkpoint* best = nullptr;
+        for (const auto& c : checkpoints_) {
+            if (c.pos <= want && cache_.can_restore() && (!best || c.pos > best->pos)) {
+                best = &c;
+            }
+        }
+        if (best) {
+            cache_.restore(best->pos, best->states);
+        } else {
+            cache_.truncate(0); // nothing saved on this prefix: start over
+        }
+    }
+    const auto reached = cache_.size();
+    std::erase_if(checkpoints_, [&](const state_checkpoint& c) { return c.pos > reached; });
+    history_.resize(reached);
+    return reached;
+}
+
+boost::asio::awaitable<result<void>> session::state::prefill(std::span<const std::int32_t> tokens,
+                                                             std::vector<float>& logits) {
+    const std::uint32_t interval = cache_.has_state() ? model_->options().checkpoint_interval : 0;
+    while (!tokens.empty()) {
+        // Up to the next multiple of the interval, where a checkpoint is taken.
+        std::size_t n = tokens.size();
+        if (interval != 0) {
+            n = std::min<std::size_t>(n, interval - cache_.size() % interval);
+        }
+        auto r = co_await runner_.forward(cache_, tokens.first(n), models::logits_mode::last, logits);
+        if (!r) {
+            co_return r;
+        }
+        history_.insert(history_.end(), tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n));
+        tokens = tokens.subspan(n);
+        if (interval != 0 && cache_.size() % interval == 0) {
+            save_checkpoint();
+        }
+    }
+    co_return result<void>{};
+}
 
 /// One generation's progress.
 struct token_stream::state {
@@ -95,6 +169,14 @@ model& session::owner() noexcept { return *state_->model_; }
 std::uint32_t session::context_size() const noexcept { return state_->cache_.capacity(); }
 std::uint32_t session::tokens_in_context() const noexcept { return state_->cache_.size(); }
 
+std::vector<std::uint32_t> session::checkpoint_positions() const {
+    std::vector<std::uint32_t> out;
+    for (const auto& c : state_->checkpoints_) {
+        out.push_back(c.pos);
+    }
+    return out;
+}
+
 token_stream session::generate(generate_request request) {
     return token_stream(*this, std::move(request));
 }
@@ -102,6 +184,7 @@ token_stream session::generate(generate_request request) {
 void session::reset() noexcept {
     state_->cache_.truncate(0);
     state_->history_.clear();
+    state_->checkpoints_.clear();
 }
 
 result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request& request) const {
@@ -194,11 +277,7 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
         ++reuse;
     }
     reuse = std::min(reuse, prompt_.size() - 1);
-    if (!cache.can_truncate(static_cast<std::uint32_t>(reuse))) {
-        reuse = 0; // a windowed or recurrent layer cannot go back to that prefix: start over
-    }
-    cache.truncate(static_cast<std::uint32_t>(reuse));
-    history.resize(reuse);
+    reuse = seq_->rewind(static_cast<std::uint32_t>(reuse)); // a recurrent layer goes back to a checkpoint
     summary_.prompt_tokens = static_cast<std::uint32_t>(prompt_.size());
     summary_.cached_tokens = static_cast<std::uint32_t>(reuse);
     decoder_.emplace(owner().vocab(), tokenizer::decode_options{.skip_special = true});
@@ -207,11 +286,11 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     }
     const auto t0 = clock_type::now();
     const std::span<const std::int32_t> rest(prompt_.data() + reuse, prompt_.size() - reuse);
-    auto r = co_await seq_->runner_.forward(cache, rest, models::logits_mode::last, logits_);
+    auto r = co_await seq_->prefill(rest, logits_);
     if (!r) {
         co_return r;
     }
-    history.insert(history.end(), rest.begin(), rest.end());
+    seq_->save_checkpoint(); // the prompt's end: the next turn of a conversation starts here or later
     summary_.prompt_ms = ms_since(t0);
     pending_ = true;
     co_return result<void>{};
@@ -219,6 +298,7 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
 
 std::optional<token_event> token_stream::state::finish(finish_reason reason) {
     ended_ = true;
+    seq_->save_checkpoint(); // the generation's end: the next prompt usually repeats it
     summary_.finished = true;
     summary_.reason = reason;
     if (reason == finish_reason::cancelled) {

@@ -81,6 +81,70 @@ void add_gpt_oss_presets(std::vector<model_preset>& out) {
                    with_gpt_oss(make_hparams(tiny), 16), quant_type::q8_0, false, quant_type::mxfp4});
 }
 
+/// The Gated DeltaNet fields of a hybrid preset (Qwen3.5 / Qwen3-Next config.json: linear_* fields,
+/// full_attention_interval, partial_rotary_factor 0.25, mrope_section, one MTP block).
+struct hybrid_geometry {
+    std::uint32_t key_heads;   ///< linear_num_key_heads
+    std::uint32_t value_heads; ///< linear_num_value_heads
+    std::uint32_t head_dim;    ///< linear_key_head_dim = linear_value_head_dim
+    std::uint32_t interval;    ///< full_attention_interval
+    bool sections;             ///< M-RoPE sections (Qwen3.5)
+};
+
+models::model_hparams make_hybrid_hparams(const geometry& g, const hybrid_geometry& h) {
+    auto hp = make_hparams(g);
+    hp.rope.n_rot = g.head_dim / 4;
+    auto& hy = hp.hybrid;
+    hy.conv_kernel = 4;
+    hy.state_size = h.head_dim;
+    hy.group_count = h.key_heads;
+    hy.time_step_rank = h.value_heads;
+    hy.inner_size = h.value_heads * h.head_dim;
+    for (std::uint32_t l = 0; l < g.layers; ++l) {
+        hy.recurrent.push_back((l + 1) % h.interval != 0);
+    }
+    if (h.sections) { // mrope_section [11, 11, 10] of 32 frequencies, scaled to the preset's rotated dimensions
+        const std::uint32_t half = hp.rope.n_rot / 2;
+        hy.rope_sections = {half * 11 / 32, half * 11 / 32, half - 2 * (half * 11 / 32), 0};
+    }
+    hy.nextn_layers = 1;
+    return hp;
+}
+
+void add_hybrid_presets(std::vector<model_preset>& out) {
+    struct row {
+        const char* name;
+        const char* description;
+        geometry g;
+        hybrid_geometry h;
+        quant_type type;
+    };
+    // clang-format off
+    const row rows[] = {
+        {"qwen3.5-35b-a3b", "Qwen3.5/3.6-35B-A3B: 40 layers (30 Gated DeltaNet), 256 experts (8 used) + shared, MTP",
+         {"qwen35moe", 40, 2048, 16, 2, 256, 0, 256, 8, 512, 512, 248320, 262144, 1e7f, 1e-6f}, {16, 32, 128, 4, true},
+         quant_type::q4_k},
+        {"qwen3.5-122b-a10b", "Qwen3.5-122B-A10B: 48 layers (36 Gated DeltaNet), 256 experts (8 used) + shared, MTP",
+         {"qwen35moe", 48, 3072, 32, 2, 256, 0, 256, 8, 1024, 1024, 248320, 262144, 1e7f, 1e-6f}, {16, 64, 128, 4, true},
+         quant_type::q4_k},
+        {"qwen3.5-397b-a17b", "Qwen3.5-397B-A17B: 60 layers (45 Gated DeltaNet), 512 experts (10 used) + shared, MTP",
+         {"qwen35moe", 60, 4096, 32, 2, 256, 0, 512, 10, 1024, 1024, 248320, 262144, 1e7f, 1e-6f}, {16, 64, 128, 4, true},
+         quant_type::q4_k},
+        {"tiny-qwen35moe", "test model: qwen35moe, 4 layers (3 Gated DeltaNet), 8 experts (2 used) + shared, MTP",
+         {"qwen35moe", 4, 256, 4, 2, 64, 0, 8, 2, 256, 256, 1024, 4096, 1e7f, 1e-6f}, {2, 4, 64, 4, true},
+         quant_type::q4_k},
+        {"tiny-qwen35", "test model: qwen35, 4 dense layers (3 Gated DeltaNet), MTP",
+         {"qwen35", 4, 256, 4, 2, 64, 512, 0, 0, 0, 0, 1024, 4096, 1e7f, 1e-6f}, {2, 4, 64, 4, true}, quant_type::q4_k},
+        {"tiny-qwen3next", "test model: qwen3next, 4 layers (3 Gated DeltaNet), 8 experts (2 used) + shared, MTP",
+         {"qwen3next", 4, 256, 4, 2, 64, 0, 8, 2, 256, 256, 1024, 4096, 1e7f, 1e-6f}, {2, 4, 64, 4, false},
+         quant_type::q4_k},
+    };
+    // clang-format on
+    for (const row& r : rows) {
+        out.push_back({r.name, r.description, make_hybrid_hparams(r.g, r.h), r.type, false});
+    }
+}
+
 std::vector<model_preset> build_presets() {
     struct row {
         const char* name;
@@ -130,6 +194,7 @@ std::vector<model_preset> build_presets() {
         out.push_back({r.name, r.description, make_hparams(r.g), r.type, r.tied, std::nullopt});
     }
     add_gpt_oss_presets(out);
+    add_hybrid_presets(out);
     return out;
 }
 

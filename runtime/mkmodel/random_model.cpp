@@ -5,6 +5,7 @@
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/mkmodel/block_pool.hpp"
+#include "runtime/models/tensor_names.hpp"
 
 #include <bit>
 #include <cmath>
@@ -112,7 +113,10 @@ std::vector<std::byte> float_tensor(const planned_tensor& t, std::uint64_t n_ele
     const float stddev = norm || bias ? 0.02f : weight_stddev(t.spec.role, t.spec.ne[0]);
     std::vector<std::byte> out(n_elements * sizeof(float));
     for (std::uint64_t i = 0; i < n_elements; ++i) {
-        const float v = (norm ? 1.0f : 0.0f) + stddev * rng.normal();
+        float v = (norm ? 1.0f : 0.0f) + stddev * rng.normal();
+        if (t.spec.name.ends_with(".ssm_a")) {
+            v = -std::exp(0.5f * rng.normal()); // a = -exp(A_log) < 0: the delta rule's state decays
+        }
         std::memcpy(out.data() + i * sizeof(float), &v, sizeof v);
     }
     return out;
@@ -239,7 +243,8 @@ result<random_model_plan> plan_random_model(const random_model_spec& spec) {
     }
     plan.hparams = std::move(*hp);
     for (auto& t : plan.arch->tensors(plan.hparams)) {
-        if (t.optional && spec.tied) {
+        // Optional tensors are left out (llama.cpp's files have none of them) except the untied output head.
+        if (t.optional && (spec.tied || t.name != models::tensor_name(models::tensor_kind::output))) {
             continue;
         }
         const quant_type type = is_float_role(t.role)                                ? quant_type::f32

@@ -56,5 +56,8 @@ const architecture& qwen2moe_architecture();
 const architecture& qwen3moe_architecture();
 const architecture& olmoe_architecture();
 const architecture& gpt_oss_architecture();
+const architecture& qwen35moe_architecture();
+const architecture& qwen35_architecture();
+const architecture& qwen3next_architecture();
 
 } // namespace sluice::models

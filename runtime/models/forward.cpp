@@ -52,6 +52,18 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         sh_gate.resize(b * hp.n_ff_shexp);
         sh_up.resize(b * hp.n_ff_shexp);
     }
+    if (hp.hybrid.enabled()) {
+        const auto& h = hp.hybrid;
+        hybrid.qkv.resize(b * h.conv_channels());
+        hybrid.conv.resize(b * h.conv_channels());
+        hybrid.z.resize(b * h.inner_size);
+        hybrid.ab.resize(b * 2 * h.time_step_rank);
+        hybrid.g.resize(b * h.time_step_rank);
+        hybrid.beta.resize(b * h.time_step_rank);
+        hybrid.out.resize(b * h.inner_size);
+        hybrid.qg.resize(b * 2 * hp.q_dim());
+        hybrid.gate.resize(b * hp.q_dim());
+    }
 }
 
 void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) {
@@ -59,7 +71,9 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
     std::vector<kernels::quant_type> types{w.output.type};
     for (const auto& l : w.layers) {
         for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router,
-                              &l.gate_exps, &l.up_exps, &l.down_exps, &l.shexp_gate, &l.shexp_up, &l.shexp_down}) {
+                              &l.gate_exps, &l.up_exps, &l.down_exps, &l.shexp_gate, &l.shexp_up, &l.shexp_down,
+                              &l.hybrid.qkv, &l.hybrid.gate, &l.hybrid.alpha, &l.hybrid.beta, &l.hybrid.ba,
+                              &l.hybrid.out}) {
             if (*v && std::find(types.begin(), types.end(), v->type) == types.end()) {
                 types.push_back(v->type);
             }
@@ -79,8 +93,8 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
         p.by_type.assign(types, std::vector<std::byte>(bytes));
     };
     size_slots(block_in, 4, widest(hp.n_embd) * b);
-    const std::size_t hidden =
-        std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff}, std::size_t{hp.n_ff_exp}});
+    const std::size_t hidden = std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff},
+                                         std::size_t{hp.n_ff_exp}, std::size_t{hp.hybrid.inner_size}});
     size_slots(wide_in, 1, widest(hidden) * b * top_k);
     size_slots(shared_in, 1, widest(std::max<std::size_t>(hp.n_ff_shexp, 1)) * b);
     if (hp.is_moe()) {

@@ -95,6 +95,19 @@ struct forward_scratch {
         bool waiting = false;                   ///< chosen experts not computed yet and not ready
     } moe;
 
+    /// The Gated DeltaNet hybrids' layer buffers (empty for other models).
+    struct hybrid_step {
+        std::vector<float> qkv;   ///< fused q/k/v projection [batch][conv channels]
+        std::vector<float> conv;  ///< after the causal convolution, q and k then L2-normalised [batch][channels]
+        std::vector<float> z;     ///< output gate [batch][inner]
+        std::vector<float> ab;    ///< decay and strength projections [batch][2 * value heads]
+        std::vector<float> g;     ///< log decays [batch][value heads]
+        std::vector<float> beta;  ///< update strengths [batch][value heads]
+        std::vector<float> out;   ///< delta-rule output, then its gated norm [batch][inner]
+        std::vector<float> qg;    ///< gated attention's query-and-gate projection [batch][2 * q_dim]
+        std::vector<float> gate;  ///< its gate [batch][q_dim]
+    } hybrid;
+
     /// Sizes the prepared-activation buffers for every weight type `w` uses and the expert handles, so
     /// compute threads never allocate.
     void size_for(const model_hparams& hp, const model_weights& w);

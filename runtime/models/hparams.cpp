@@ -1,6 +1,8 @@
 // Reading and writing the GGUF keys of model_hparams, with defaults and consistency checks.
 #include "runtime/models/hparams.hpp"
 
+#include "runtime/models/hybrid_hparams.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -183,7 +185,7 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     kv.set_u32(key(a, "vocab_size"), hp.n_vocab);
     kv.set_u32(key(a, "context_length"), hp.n_ctx_train);
     kv.set_u32(key(a, "embedding_length"), hp.n_embd);
-    kv.set_u32(key(a, "block_count"), hp.n_layer);
+    kv.set_u32(key(a, "block_count"), hp.n_layer + hp.hybrid.nextn_layers); // MTP blocks count in llama.cpp's files
     if (hp.n_ff) {
         kv.set_u32(key(a, "feed_forward_length"), hp.n_ff);
     }
@@ -221,6 +223,9 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     }
     if (hp.gpt_oss.sliding_window) {
         kv.set_u32(key(a, "attention.sliding_window"), hp.gpt_oss.sliding_window);
+    }
+    if (hp.hybrid.enabled()) {
+        write_hybrid_hparams(hp, kv);
     }
 }
 

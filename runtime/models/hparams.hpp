@@ -5,9 +5,11 @@
 #include "runtime/gguf/metadata.hpp"
 #include "sluice/error.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::models {
 
@@ -35,6 +37,31 @@ struct gpt_oss_hparams {
     }
 };
 
+/// The Gated DeltaNet hybrids (qwen35moe, qwen35, qwen3next): linear-attention layers between gated full-attention
+/// layers (runtime/models/qwen35.cpp; keys under `<arch>.ssm.*`). Empty (state_size 0) for every other model.
+struct hybrid_hparams {
+    std::uint32_t conv_kernel = 0;    ///< ssm.conv_kernel: width of the causal convolution
+    std::uint32_t state_size = 0;     ///< ssm.state_size: key and value head dimension d
+    std::uint32_t group_count = 0;    ///< ssm.group_count: key heads
+    std::uint32_t time_step_rank = 0; ///< ssm.time_step_rank: value heads
+    std::uint32_t inner_size = 0;     ///< ssm.inner_size: value heads x d
+    std::vector<bool> recurrent;      ///< per layer of the main stack: linear attention (else full attention)
+    std::array<std::uint32_t, 4> rope_sections{}; ///< rope.dimension_sections (M-RoPE; qwen35, qwen35moe)
+    std::uint32_t nextn_layers = 0;               ///< nextn_predict_layers: MTP blocks after the main stack
+    bool tiled_value_heads = false; ///< value head h reads key head h % group_count (llama.cpp's qwen35 files)
+    bool fused_ba = false;          ///< beta and alpha projections fused per key head (ssm_ba, qwen3next)
+
+    [[nodiscard]] bool enabled() const noexcept { return state_size != 0; }
+    /// Channels of the causal convolution: q and k of every key head, v of every value head.
+    [[nodiscard]] std::uint32_t conv_channels() const noexcept { return 2 * group_count * state_size + inner_size; }
+    /// Floats one linear-attention layer carries per sequence: the convolution's last inputs and the delta-rule
+    /// states.
+    [[nodiscard]] std::uint64_t state_floats() const noexcept {
+        return std::uint64_t{conv_kernel - 1} * conv_channels() +
+               std::uint64_t{time_step_rank} * state_size * state_size;
+    }
+};
+
 /// Everything the forward pass needs to know about a model's shape. Field names follow the GGUF keys
 /// (`<arch>.embedding_length` -> n_embd). Arch hooks fill in what the keys do not say.
 struct model_hparams {
@@ -59,6 +86,7 @@ struct model_hparams {
     bool attn_bias = false;     ///< q/k/v projections carry biases (qwen2, qwen2moe)
     bool shared_expert = false; ///< a sigmoid-gated shared expert beside the routed ones (qwen2moe)
     gpt_oss_hparams gpt_oss;    ///< gpt-oss only
+    hybrid_hparams hybrid;      ///< Gated DeltaNet hybrids only
 
     [[nodiscard]] bool is_moe() const noexcept { return n_expert > 0; }
     [[nodiscard]] std::uint32_t q_dim() const noexcept { return n_head * head_dim; }

@@ -58,6 +58,7 @@ kv_cache::kv_cache(std::span<const layer_cache_spec> layout, std::uint32_t n_ctx
         floats += spec.state_floats;
         has_state_ = has_state_ || spec.state_floats != 0;
         if (is_ring(spec, l.rows, n_ctx)) {
+            has_window_ = true;
             max_append_ = std::min(max_append_, l.rows - std::min(spec.window, l.rows) + 1);
         }
         layers_.push_back(l);
@@ -93,6 +94,12 @@ void kv_cache::truncate(std::uint32_t n) noexcept {
     if (used_ == 0) {
         std::fill(states_.begin(), states_.end(), 0.0f);
     }
+}
+
+void kv_cache::restore(std::uint32_t n, std::span<const float> saved) noexcept {
+    assert(can_restore() && n <= used_ && saved.size() == states_.size());
+    used_ = n;
+    std::copy(saved.begin(), saved.end(), states_.begin());
 }
 
 } // namespace sluice::models

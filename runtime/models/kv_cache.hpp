@@ -74,6 +74,15 @@ public:
     [[nodiscard]] std::byte* value_row(std::uint32_t layer, std::size_t pos) noexcept {
         return values(layer) + (pos % layers_[layer].rows) * layers_[layer].spec.v_dim * elem_;
     }
+    /// Whether some layer keeps a recurrent state (its past can only be recovered from a saved copy).
+    [[nodiscard]] bool has_state() const noexcept { return has_state_; }
+    /// Every layer's recurrent state, back to back (what a state checkpoint saves).
+    [[nodiscard]] std::span<const float> states() const noexcept { return states_; }
+    /// Whether restore() may be used: no layer keeps a ring shorter than the context (its old rows get overwritten).
+    [[nodiscard]] bool can_restore() const noexcept { return !has_window_; }
+    /// Goes back to position `n` (n <= size()) with `saved`, a states() copy taken when the cache held n positions:
+    /// key/value rows past n are dropped, the recurrent states become what they were at n. Requires can_restore().
+    void restore(std::uint32_t n, std::span<const float> saved) noexcept;
     /// Layer `layer`'s recurrent state (spec.state_floats floats; zero after construction and truncate(0)).
     [[nodiscard]] float* state(std::uint32_t layer) noexcept { return states_.data() + layers_[layer].state_offset; }
     /// Bytes held.
@@ -91,6 +100,7 @@ private:
     kernels::quant_type type_;
     std::size_t elem_ = 2;
     bool has_state_ = false;       ///< some layer keeps a recurrent state
+    bool has_window_ = false;      ///< some layer keeps a ring shorter than the context
     std::uint32_t max_append_ = 0; ///< see max_append()
     std::vector<layer> layers_;
     std::vector<std::byte> data_;

@@ -12,6 +12,7 @@ struct name_row {
     tensor_kind kind;
     std::string_view base;
     bool per_layer;
+    bool bare = false; ///< no ".weight"/".bias" suffix
 };
 
 constexpr std::array<name_row, static_cast<std::size_t>(tensor_kind::count)> names{{
@@ -39,6 +40,22 @@ constexpr std::array<name_row, static_cast<std::size_t>(tensor_kind::count)> nam
     {tensor_kind::ffn_down_shexp, "ffn_down_shexp", true},
     {tensor_kind::attn_sinks, "attn_sinks", true},
     {tensor_kind::attn_post_norm, "post_attention_norm", true},
+    {tensor_kind::attn_qkv, "attn_qkv", true},
+    {tensor_kind::attn_gate, "attn_gate", true},
+    {tensor_kind::ssm_conv1d, "ssm_conv1d", true},
+    {tensor_kind::ssm_dt, "ssm_dt", true},
+    {tensor_kind::ssm_a, "ssm_a", true, true},
+    {tensor_kind::ssm_alpha, "ssm_alpha", true},
+    {tensor_kind::ssm_beta, "ssm_beta", true},
+    {tensor_kind::ssm_ba, "ssm_ba", true},
+    {tensor_kind::ssm_norm, "ssm_norm", true},
+    {tensor_kind::ssm_out, "ssm_out", true},
+    {tensor_kind::nextn_eh_proj, "nextn.eh_proj", true},
+    {tensor_kind::nextn_enorm, "nextn.enorm", true},
+    {tensor_kind::nextn_hnorm, "nextn.hnorm", true},
+    {tensor_kind::nextn_shared_head_norm, "nextn.shared_head_norm", true},
+    {tensor_kind::nextn_embed_tokens, "nextn.embed_tokens", true},
+    {tensor_kind::nextn_shared_head_head, "nextn.shared_head_head", true},
 }};
 
 constexpr bool rows_in_order() {
@@ -59,12 +76,18 @@ std::string_view base_name(tensor_kind kind) noexcept { return row(kind).base; }
 
 bool is_layer_kind(tensor_kind kind) noexcept { return row(kind).per_layer; }
 
-std::string_view suffix_name(tensor_suffix suffix) noexcept { return suffix == tensor_suffix::bias ? "bias" : "weight"; }
+std::string_view suffix_name(tensor_suffix suffix) noexcept {
+    return suffix == tensor_suffix::bias ? "bias" : suffix == tensor_suffix::none ? "" : "weight";
+}
+
+bool is_bare_kind(tensor_kind kind) noexcept { return row(kind).bare; }
 
 std::string tensor_name(tensor_kind kind, tensor_suffix suffix) {
     std::string name(base_name(kind));
-    name += '.';
-    name += suffix_name(suffix);
+    if (!is_bare_kind(kind)) {
+        name += '.';
+        name += suffix_name(suffix);
+    }
     return name;
 }
 
@@ -73,8 +96,10 @@ std::string tensor_name(tensor_kind kind, std::uint32_t layer, tensor_suffix suf
     name += std::to_string(layer);
     name += '.';
     name += base_name(kind);
-    name += '.';
-    name += suffix_name(suffix);
+    if (!is_bare_kind(kind)) {
+        name += '.';
+        name += suffix_name(suffix);
+    }
     return name;
 }
 
@@ -99,6 +124,14 @@ std::optional<parsed_tensor_name> parse_tensor_name(std::string_view name) noexc
         name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
         out.layer = layer;
     }
+    if (const auto bare = find_tensor_kind(name); bare && is_bare_kind(*bare)) {
+        if (is_layer_kind(*bare) != out.layer.has_value()) {
+            return std::nullopt;
+        }
+        out.kind = *bare;
+        out.suffix = tensor_suffix::none;
+        return out;
+    }
     const auto dot = name.rfind('.');
     if (dot == std::string_view::npos) {
         return std::nullopt;
@@ -112,7 +145,7 @@ std::optional<parsed_tensor_name> parse_tensor_name(std::string_view name) noexc
         return std::nullopt;
     }
     const auto kind = find_tensor_kind(name.substr(0, dot));
-    if (!kind || is_layer_kind(*kind) != out.layer.has_value()) {
+    if (!kind || is_bare_kind(*kind) || is_layer_kind(*kind) != out.layer.has_value()) {
         return std::nullopt;
     }
     out.kind = *kind;

@@ -41,19 +41,38 @@ enum class tensor_kind : std::uint8_t {
     ffn_down_shexp,
     // gpt-oss
     attn_sinks,     ///< per-head sink logits
-    attn_post_norm, ///< the norm before its MoE block ("post_attention_norm")
+    attn_post_norm, ///< the norm before the FFN or MoE block ("post_attention_norm"; also the hybrids')
+    // Gated DeltaNet hybrids (qwen35moe, qwen35, qwen3next)
+    attn_qkv,  ///< fused q, k, v projection of a linear-attention layer
+    attn_gate, ///< its output gate (z)
+    ssm_conv1d,
+    ssm_dt,    ///< its ".bias" is the decay bias
+    ssm_a,     ///< "blk.N.ssm_a", no suffix: -exp(A_log)
+    ssm_alpha, ///< decay projection
+    ssm_beta,  ///< update-strength projection
+    ssm_ba,    ///< both, fused per key head (qwen3next)
+    ssm_norm,
+    ssm_out,
+    nextn_eh_proj, ///< multi-token prediction (MTP) block
+    nextn_enorm,
+    nextn_hnorm,
+    nextn_shared_head_norm,
+    nextn_embed_tokens,
+    nextn_shared_head_head,
     count
 };
 
-/// Which tensor of a kind: the weight or the bias.
-enum class tensor_suffix : std::uint8_t { weight, bias };
+/// Which tensor of a kind: the weight or the bias (`none` for the few kinds llama.cpp names without a suffix).
+enum class tensor_suffix : std::uint8_t { weight, bias, none };
 
 /// The GGUF base name of a kind ("attn_q", "token_embd").
 std::string_view base_name(tensor_kind kind) noexcept;
 /// Whether a kind lives in the repeated blocks ("blk.<layer>.").
 bool is_layer_kind(tensor_kind kind) noexcept;
-/// "weight" or "bias".
+/// "weight" or "bias" ("" for none).
 std::string_view suffix_name(tensor_suffix suffix) noexcept;
+/// Whether a kind's tensor has no suffix ("blk.N.ssm_a"); tensor_name then ignores the suffix given.
+bool is_bare_kind(tensor_kind kind) noexcept;
 
 /// The full GGUF name of a global tensor ("output_norm.weight").
 std::string tensor_name(tensor_kind kind, tensor_suffix suffix = tensor_suffix::weight);

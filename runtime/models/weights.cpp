@@ -53,6 +53,41 @@ constexpr layer_field layer_fields[] = {
     {tensor_kind::ffn_gate_inp, tensor_suffix::bias, &layer_weights::router_bias},
 };
 
+/// Which view of hybrid_layer_weights holds each hybrid tensor.
+struct hybrid_field {
+    tensor_kind kind;
+    tensor_suffix suffix;
+    weight_view hybrid_layer_weights::*member;
+};
+
+constexpr hybrid_field hybrid_fields[] = {
+    {tensor_kind::attn_qkv, tensor_suffix::weight, &hybrid_layer_weights::qkv},
+    {tensor_kind::attn_gate, tensor_suffix::weight, &hybrid_layer_weights::gate},
+    {tensor_kind::ssm_conv1d, tensor_suffix::weight, &hybrid_layer_weights::conv1d},
+    {tensor_kind::ssm_dt, tensor_suffix::bias, &hybrid_layer_weights::dt},
+    {tensor_kind::ssm_a, tensor_suffix::none, &hybrid_layer_weights::a},
+    {tensor_kind::ssm_alpha, tensor_suffix::weight, &hybrid_layer_weights::alpha},
+    {tensor_kind::ssm_beta, tensor_suffix::weight, &hybrid_layer_weights::beta},
+    {tensor_kind::ssm_ba, tensor_suffix::weight, &hybrid_layer_weights::ba},
+    {tensor_kind::ssm_norm, tensor_suffix::weight, &hybrid_layer_weights::norm},
+    {tensor_kind::ssm_out, tensor_suffix::weight, &hybrid_layer_weights::out},
+    {tensor_kind::nextn_eh_proj, tensor_suffix::weight, &hybrid_layer_weights::eh_proj},
+    {tensor_kind::nextn_enorm, tensor_suffix::weight, &hybrid_layer_weights::enorm},
+    {tensor_kind::nextn_hnorm, tensor_suffix::weight, &hybrid_layer_weights::hnorm},
+    {tensor_kind::nextn_shared_head_norm, tensor_suffix::weight, &hybrid_layer_weights::shared_head_norm},
+    {tensor_kind::nextn_embed_tokens, tensor_suffix::weight, &hybrid_layer_weights::embed_tokens},
+    {tensor_kind::nextn_shared_head_head, tensor_suffix::weight, &hybrid_layer_weights::shared_head_head},
+};
+
+/// Whether a tensor stays on disk: routed experts that stream, and those of blocks past the main stack.
+bool stays_on_disk(const gguf::tensor_info& t, const model_hparams& hp, bool skip_experts) {
+    if (!t.is_expert()) {
+        return false;
+    }
+    const auto parsed = parse_tensor_name(t.name);
+    return skip_experts || (parsed && parsed->layer && *parsed->layer >= hp.n_layer);
+}
+
 constexpr std::uint64_t chunk_bytes = std::uint64_t{16} << 20; // one read
 constexpr std::size_t reads_per_batch = 32;                    // 512 MiB submitted at once
 
@@ -132,7 +167,7 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
     {
         std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> spans(n_parts);
         for (const auto& t : files.tensors()) {
-            if (skip_experts && t.is_expert()) {
+            if (stays_on_disk(t, hp, skip_experts)) {
                 continue;
             }
             const auto lo = t.offset & ~std::uint64_t{io::dma_buffer::alignment - 1};
@@ -216,7 +251,7 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
         if (!t) {
             return v;
         }
-        if (!(skip_experts && t->is_expert())) {
+        if (!stays_on_disk(*t, hp, skip_experts)) {
             const auto& part_ranges = ranges[t->split];
             const auto it = std::upper_bound(part_ranges.begin(), part_ranges.end(), t->offset,
                                              [](std::uint64_t off, const range& r) { return off < r.lo; });
@@ -239,11 +274,24 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
     if (!w.output) {
         w.output = w.token_embd;
     }
+    const auto layer_views = [&](std::uint32_t il, layer_weights& l) {
+        for (const auto& f : layer_fields) {
+            l.*f.member = view(tensor_name(f.kind, il, f.suffix));
+        }
+        if (hp.hybrid.enabled()) {
+            for (const auto& f : hybrid_fields) {
+                l.hybrid.*f.member = view(tensor_name(f.kind, il, f.suffix));
+            }
+            l.ffn_norm = view(tensor_name(tensor_kind::attn_post_norm, il)); // their pre-FFN norm's name
+        }
+    };
     w.layers.resize(hp.n_layer);
     for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
-        for (const auto& f : layer_fields) {
-            w.layers[il].*f.member = view(tensor_name(f.kind, il, f.suffix));
-        }
+        layer_views(il, w.layers[il]);
+    }
+    w.nextn.resize(hp.hybrid.nextn_layers);
+    for (std::uint32_t i = 0; i < hp.hybrid.nextn_layers; ++i) {
+        layer_views(hp.n_layer + i, w.nextn[i]);
     }
     co_return w;
 }

@@ -35,6 +35,12 @@ struct weight_view {
     [[nodiscard]] const float* f32() const noexcept { return reinterpret_cast<const float*>(data); }
 };
 
+/// The Gated DeltaNet hybrids' linear-attention tensors (absent in every other layer).
+struct hybrid_layer_weights {
+    weight_view qkv, gate, conv1d, dt, a, alpha, beta, ba, norm, out;
+    weight_view eh_proj, enorm, hnorm, shared_head_norm, embed_tokens, shared_head_head; ///< MTP block only
+};
+
 /// The tensors of one decoder layer (absent ones are empty views).
 struct layer_weights {
     weight_view attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm;
@@ -43,6 +49,7 @@ struct layer_weights {
     weight_view gate_exps_bias, up_exps_bias, down_exps_bias;     ///< their per-expert biases (2-D), if any
     weight_view shexp_gate_inp, shexp_gate, shexp_up, shexp_down; ///< shared expert
     weight_view bo, sinks, post_attn_norm, router_bias; ///< gpt-oss: output bias, sinks, FFN norm, router bias
+    hybrid_layer_weights hybrid;                        ///< Gated DeltaNet hybrids
 
     /// The norm before the FFN or MoE block: ffn_norm, or gpt-oss's post_attention_norm.
     [[nodiscard]] const weight_view& ffn_input_norm() const noexcept { return ffn_norm ? ffn_norm : post_attn_norm; }
@@ -56,7 +63,8 @@ class model_weights {
 public:
     /// Checks that `files` holds exactly the tensors `arch` expects for `hp` (names, shapes, types a kernel
     /// can run; vectors and routers F32), reads all tensor data into resident memory with large aligned reads
-    /// through `reader`, and builds the views. With `skip_experts`, routed-expert tensors stay on disk: their
+    /// through `reader`, and builds the views. Routed experts of layers past the main stack (MTP blocks) stay on
+/// disk. With `skip_experts`, every routed-expert tensor stays on disk: their
     /// views have shape and type but no data (an expert_cache reads them). Errors name the tensor
     /// ("tensor blk.3.ffn_up_exps.weight: ...").
     static boost::asio::awaitable<result<model_weights>> load(io::reader& reader, const gguf::model_files& files,
@@ -65,6 +73,9 @@ public:
 
     weight_view token_embd, output_norm, output; ///< output aliases token_embd for tied embeddings
     std::vector<layer_weights> layers;
+    /// Multi-token prediction blocks after the main stack (hp.hybrid.nextn_layers): loaded, not run by the forward
+    /// pass. Their routed experts stay on disk.
+    std::vector<layer_weights> nextn;
 
     /// Bytes held in memory.
     [[nodiscard]] std::uint64_t resident_bytes() const noexcept;

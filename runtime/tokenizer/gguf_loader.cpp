@@ -43,7 +43,7 @@ result<void> read_model_kind(const gguf::metadata& kv, vocab& v) {
         v.pre = pre_tokenizer_kind::gpt2;
     v.ignore_merges = v.pre == pre_tokenizer_kind::llama3 || v.pre == pre_tokenizer_kind::gpt_oss;
     // GGUF does not record the normalizer; the Qwen2/Qwen3 tokenizer.json files these come from declare NFC.
-    if (v.pre == pre_tokenizer_kind::qwen2)
+    if (v.pre == pre_tokenizer_kind::qwen2 || v.pre == pre_tokenizer_kind::qwen35)
         v.normalizer = normalizer_kind::nfc;
     return {};
 }

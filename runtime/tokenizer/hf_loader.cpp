@@ -14,6 +14,8 @@ constexpr std::string_view llama3_pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view qwen2_pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view qwen35_pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view gpt_oss_marker = R"([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)";
 constexpr std::string_view deepseek_v3_marker = R"(?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+)";
 
@@ -62,6 +64,8 @@ result<pre_tokenizer_kind> detect_pre_tokenizer(const json::value& pre) {
         return k::llama3;
     if (splits.size() == 1 && splits[0] == qwen2_pattern)
         return k::qwen2;
+    if (splits.size() == 1 && splits[0] == qwen35_pattern)
+        return k::qwen35;
     if (splits.size() == 1 && splits[0].find(gpt_oss_marker) != std::string_view::npos)
         return k::gpt_oss;
     if (splits.size() == 3 && splits[0] == R"(\p{N}{1,3})" &&

@@ -160,6 +160,31 @@ size_t match_llama3(const cp_text& t, size_t i, size_t end) {
     return space_tail(t, i, end);
 }
 
+// Qwen3.5: (?i:'s|...)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// The optional prefix may itself be a mark: then the letter-and-mark run from the prefix ends where the run from
+// the next character does, so testing the prefix alternative first covers the backtracking.
+bool is_letter_or_mark(const cp_text& t, size_t i) {
+    return t.fl[i] & (f::letter | f::mark);
+}
+bool is_other_than_mark(const cp_text& t, size_t i) {
+    return !(t.fl[i] & (f::space | f::letter | f::mark | f::number));
+}
+
+size_t match_qwen35(const cp_text& t, size_t i, size_t end) {
+    if (size_t k = contraction(t, i, end, true); k > i)
+        return k;
+    if (is_not_crlf_l_n(t, i) && i + 1 < end && is_letter_or_mark(t, i + 1))
+        return run(t, i + 1, end, is_letter_or_mark);
+    if (is_letter_or_mark(t, i))
+        return run(t, i, end, is_letter_or_mark);
+    if (is_n(t, i))
+        return i + 1;
+    const size_t j = (t.cp[i] == ' ' && i + 1 < end) ? i + 1 : i;
+    if (is_other_than_mark(t, j))
+        return run(t, run(t, j, end, is_other_than_mark), end, is_crlf);
+    return space_tail(t, i, end);
+}
+
 // gpt-oss classes: A = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], B = [\p{Ll}\p{Lm}\p{Lo}\p{M}].
 bool is_a(const cp_text& t, size_t i) {
     const auto v = t.fl[i];
@@ -462,6 +487,7 @@ stage_list stages_for(pre_tokenizer_kind kind) {
     static const matcher llama3[] = {match_llama3<3>};
     static const matcher qwen2[] = {match_llama3<1>};
     static const matcher gpt_oss[] = {match_gpt_oss};
+    static const matcher qwen35[] = {match_qwen35};
     static const matcher kimi_k2[] = {match_kimi_k2};
     static const matcher deepseek_v3[] = {match_digits3, match_cjk_kana, match_deepseek_v3};
     static const matcher starcoder[] = {match_digit, match_gpt2};
@@ -478,6 +504,8 @@ stage_list stages_for(pre_tokenizer_kind kind) {
         return {qwen2, 1};
     case pre_tokenizer_kind::gpt_oss:
         return {gpt_oss, 1};
+    case pre_tokenizer_kind::qwen35:
+        return {qwen35, 1};
     case pre_tokenizer_kind::kimi_k2:
         return {kimi_k2, 1};
     case pre_tokenizer_kind::deepseek_v3:
@@ -517,6 +545,8 @@ std::optional<pre_tokenizer_kind> pre_tokenizer_from_name(std::string_view name)
         return k::starcoder;
     if (name == "gpt-4o" || name == "gpt-oss")
         return k::gpt_oss;
+    if (name == "qwen35")
+        return k::qwen35;
     if (name == "kimi-k2")
         return k::kimi_k2;
     return std::nullopt;

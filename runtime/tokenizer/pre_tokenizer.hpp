@@ -20,6 +20,7 @@ enum class pre_tokenizer_kind {
     deepseek_v3,    ///< DeepSeek V3/R1: \p{N}{1,3}, CJK/kana, then a letter+mark pattern
     starcoder,      ///< StarCoder: single digits, then the GPT-2 pattern
     gpt_oss,        ///< gpt-oss (o200k): case-aware letter runs with contractions
+    qwen35,         ///< Qwen 3.5 / 3.6: like qwen2, with combining marks (\p{M}) joining letter runs
     kimi_k2,        ///< Kimi-K2 (tiktoken): Han runs first, then o200k's letter runs without Han
 };
 

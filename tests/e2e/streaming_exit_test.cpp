@@ -1,7 +1,8 @@
-// `sluice run` streaming the shipped model's experts under a small budget exits every time. Before the expert
-// core rework one run in 25 hung after its last token (a thread left in epoll_wait, SIGTERM only logging that
-// the io_uring eventfd wait failed); repeating the command 120 times would have caught that with probability
-// 1 - 0.96^120 > 99 %. Each run gets 20 s (one takes well under a second), then is killed and counted as hung.
+// `sluice run` streaming the shipped model's experts under a small budget exits every time. A robustness probe
+// on Nov 24 saw 3 of about 75 such runs hang after their last token (a thread left in epoll_wait, SIGTERM only
+// logging that the io_uring eventfd wait failed), on a host at load 15-24. At that rate, 120 repetitions catch
+// it with probability 1 - 0.96^120 > 99 %. Each run gets 20 s (one takes well under a second), then is killed
+// and counted as hung.
 #include "../cli/process.hpp"
 
 #include <boost/json.hpp>

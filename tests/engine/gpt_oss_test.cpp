@@ -1,6 +1,7 @@
 // gpt-oss at the engine: files with broken window keys, sinks or MXFP4 blocks are refused naming the key or
 // tensor; a windowed layer keeps a ring of window + batch rows, which the planner counts and the session's prompt
-// reuse respects; a later turn that reuses the ring gives the tokens a fresh session gives.
+// reuse respects (a ring shorter than the context takes no state checkpoint back); a later turn that reuses the
+// ring gives the tokens a fresh session gives.
 #include "runtime/engine/session.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/mkmodel/random_model.hpp"
@@ -108,6 +109,27 @@ TEST(gpt_oss_cache, a_ring_goes_back_only_while_it_holds_the_window_before_the_n
     models::kv_cache young(layout, 100, quant_type::f16, 3);
     young.advance(5); // nothing overwritten yet: any prefix
     EXPECT_TRUE(young.can_truncate(1));
+}
+
+TEST(gpt_oss_cache, a_ring_shorter_than_the_context_refuses_state_restores_and_a_state_refuses_truncation) {
+    const std::vector<models::layer_cache_spec> windowed{{8, 8, 4, 0}, {8, 8, 0, 0}};
+    models::kv_cache ring(windowed, 100, quant_type::f16, 3);
+    EXPECT_FALSE(ring.has_state());
+    EXPECT_FALSE(ring.can_restore()); // its old rows get overwritten: a checkpoint could not bring them back
+    models::kv_cache whole(windowed, 5, quant_type::f16, 3); // 4 + 3 - 1 rows cover all 5 positions
+    EXPECT_EQ(whole.rows(0), 5u);
+    EXPECT_TRUE(whole.can_restore());
+    EXPECT_EQ(whole.max_append(), 5u);
+    const std::vector<models::layer_cache_spec> hybrid{{0, 0, 0, 16}, {8, 8, 0, 0}};
+    models::kv_cache state(hybrid, 100, quant_type::f16, 3);
+    EXPECT_TRUE(state.has_state());
+    EXPECT_TRUE(state.can_restore());
+    state.advance(10);
+    EXPECT_FALSE(state.can_truncate(5)); // the state at 5 is only in a checkpoint
+    EXPECT_TRUE(state.can_truncate(0));
+    state.restore(5, std::vector<float>(16, 1.0f));
+    EXPECT_EQ(state.size(), 5u);
+    EXPECT_EQ(state.state(0)[15], 1.0f);
 }
 
 struct outcome {

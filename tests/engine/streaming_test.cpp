@@ -59,8 +59,9 @@ std::uint64_t budget_for_slots(const std::filesystem::path& path, std::uint64_t 
     in.n_batch = o.n_batch;
     in.n_threads = o.n_threads;
     in.cache_layout = models::cache_layout_of(*arch, *hp); // windowed layers keep less
+    in.state_checkpoints = o.state_checkpoints;
     auto plan = plan_memory(*files, *hp, *layout, in);
-    return plan->dense_bytes + plan->kv_bytes + plan->compute_bytes + slots * layout->slot_bytes +
+    return plan->dense_bytes + plan->kv_bytes + plan->checkpoint_bytes + plan->compute_bytes + slots * layout->slot_bytes +
            layout->slot_bytes / 2;
 }
 
@@ -207,7 +208,9 @@ INSTANTIATE_TEST_SUITE_P(streaming, every_moe_arch,
                                            stream_case{"qwen2moe", quant_type::q8_0},
                                            stream_case{"olmoe", quant_type::q5_k},
                                            stream_case{"gpt-oss", quant_type::mxfp4},
-                                           stream_case{"gpt-oss", quant_type::q8_0}),
+                                           stream_case{"gpt-oss", quant_type::q8_0},
+                                           stream_case{"qwen35moe", quant_type::q4_k},
+                                           stream_case{"qwen3next", quant_type::q8_0}),
                          [](const auto& info) {
                              auto name = info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name);
                              std::replace(name.begin(), name.end(), '-', '_');

