@@ -132,6 +132,15 @@ int main(int argc, char** argv) {
                 m->hparams().n_layer, m->hparams().n_expert, m->hparams().n_expert_used);
     std::printf("weights    %.2f GB resident, loaded in %.1f s (%.2f GB/s)\n", m->resident_bytes() / 1e9, load_s,
                 m->resident_bytes() / 1e9 / load_s);
+    if (const auto& plan = m->plan(); plan.streams()) {
+        // The default budget is 80 % of MemAvailable: with other processes holding memory the plan streams, and
+        // every figure below includes expert reads from disk. Say so before any of them.
+        const double whole = static_cast<double>(plan.dense_bytes + plan.expert_bytes + plan.kv_bytes +
+                                                 plan.compute_bytes);
+        std::printf("NOT RESIDENT: the plan streams routed experts (budget %.2f GB, resident needs %.2f GB); "
+                    "the figures below include disk reads\n",
+                    static_cast<double>(plan.budget) / 1e9, whole / 1e9);
+    }
     std::printf("per token  %.3f GB of weights read by one decoded token\n", per_token / 1e9);
     std::printf("threads    %zu\n\n", threads);
 
