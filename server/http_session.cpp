@@ -128,19 +128,22 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
     }
     // Responses are built into named values before each co_await: GCC 12 mishandles temporaries with
     // non-trivial destructors inside co_await expressions.
+    // With --api-key, everything but /health is authenticated before it is routed: an unauthenticated client
+    // learns nothing about which paths and methods exist.
+    const bool open_route = found != nullptr && found->target == endpoint::health;
+    if (!open_route) {
+        if (auto denied = check_api_key(req, st)) {
+            auto res = error_response(*denied, req.version(), req.keep_alive());
+            res.set(http::field::www_authenticate, "Bearer");
+            co_return co_await write_response(stream, std::move(res), timeout);
+        }
+    }
     if (found == nullptr) {
         const api_error e{http::status::not_found,
                           "Invalid URL (" + std::string(req.method_string()) + " " + std::string(path) + ")",
                           "invalid_request_error", std::nullopt, "unknown_url"};
         auto res = error_response(e, req.version(), req.keep_alive());
         co_return co_await write_response(stream, std::move(res), timeout);
-    }
-    if (found->target != endpoint::health) {
-        if (auto denied = check_api_key(req, st)) {
-            auto res = error_response(*denied, req.version(), req.keep_alive());
-            res.set(http::field::www_authenticate, "Bearer");
-            co_return co_await write_response(stream, std::move(res), timeout);
-        }
     }
     if (req.method() != found->method) {
         auto res =

@@ -1,11 +1,13 @@
 // What every connection of one server shares: options, the model once loaded, and the generation slots.
-// Used from the io_context's one thread only.
+// Used from the io_context's one thread only, except render_pool, whose threads render chat templates.
 #pragma once
 
 #include "runtime/engine/model.hpp"
 #include "server/metrics.hpp"
 #include "server/scheduler.hpp"
 #include "server/server_options.hpp"
+
+#include <boost/asio/thread_pool.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -25,6 +27,9 @@ struct server_state {
     scheduler slots;
     std::mt19937_64 seeds;  ///< seeds of requests that bring none
     server_metrics metrics; ///< GET /metrics
+    /// Renders chat templates (a model file's template is untrusted: its sandbox bounds a render at
+    /// template_limits::max_time, and off the event loop a slow one delays nobody's tokens or /health).
+    boost::asio::thread_pool render_pool{2};
 };
 
 } // namespace sluice::server

@@ -3,6 +3,8 @@
 
 #include "../cli/process.hpp"
 #include "../cli/scratch.hpp"
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/gguf/writer.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -32,6 +34,30 @@ std::filesystem::path tiny_model() {
         EXPECT_EQ(r.status, 0) << r.err;
         return p;
     }();
+    return path;
+}
+
+std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template) {
+    const auto path = scratch_dir() / ("tiny-qwen3moe-" + name + ".gguf");
+    if (std::filesystem::exists(path)) {
+        return path;
+    }
+    const auto tokenizer = scratch_dir() / (name + "-tokenizer.gguf");
+    auto files = gguf::model_files::open(tiny_model());
+    EXPECT_TRUE(files) << files.error().message;
+    gguf::writer w(tokenizer);
+    for (const auto& e : files->kv().entries()) {
+        if (e.key.starts_with("tokenizer.")) {
+            w.kv().set(e.key, e.value);
+        }
+    }
+    w.kv().set_string(gguf::keys::chat_template, std::string(chat_template));
+    const auto done = w.finish();
+    EXPECT_TRUE(done) << done.error().message;
+    const auto r = run_process(sluice_exe() + " mkmodel -q -o " + shell_quote(path.string()) +
+                               " --preset tiny-qwen3moe --type q8_0 --seed 1 --tokenizer-from " +
+                               shell_quote(tokenizer.string()));
+    EXPECT_EQ(r.status, 0) << r.err;
     return path;
 }
 
