@@ -3,6 +3,7 @@
 #include "server/websocket_session.hpp"
 
 #include "base/async_event.hpp"
+#include "server/api_error.hpp"
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
 
@@ -292,6 +293,43 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
                    asio::bind_cancellation_slot(sig->slot(), asio::detached));
 }
 
+/// Reads one message into `buffer`, or stops with `too_big` set once it holds more than max_message_bytes.
+/// Beast's own read_message_max is not used: when it trips, Beast's teardown can close the socket while the
+/// peer is still sending the rest of the message, which resets the connection before the peer reads the
+/// 1009 close frame.
+asio::awaitable<boost::system::error_code> read_bounded(websocket::stream<beast::tcp_stream>& ws,
+                                                        beast::flat_buffer& buffer, bool& too_big) {
+    do {
+        auto [ec, n] = co_await ws.async_read_some(buffer, 64 * 1024, asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            co_return ec;
+        }
+        if (buffer.size() > max_message_bytes) {
+            too_big = true;
+            co_return boost::system::error_code{};
+        }
+    } while (!ws.is_message_done());
+    co_return boost::system::error_code{};
+}
+
+/// The close handshake with 1009 (message too big): Beast sends the close frame, then discards what the peer
+/// still sends of its message until the peer's close frame. A peer that never answers is dropped after a grace.
+asio::awaitable<void> close_too_big(ws_connection& c) {
+    std::fprintf(stderr, "sluice serve: websocket message larger than %zu bytes; closing with 1009\n",
+                 max_message_bytes);
+    asio::steady_timer guard(c.ws.get_executor(), std::chrono::seconds(5));
+    guard.async_wait([self = c.shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) {
+            beast::get_lowest_layer(self->ws).close();
+        }
+    });
+    const websocket::close_reason reason(websocket::close_code::too_big,
+                                         "message larger than " + std::to_string(max_message_bytes) + " bytes");
+    auto [ec] = co_await c.ws.async_close(reason, asio::as_tuple(asio::use_awaitable));
+    (void)ec; // the connection is closed below either way
+    guard.cancel();
+}
+
 } // namespace
 
 asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::request<http::string_body> req,
@@ -300,12 +338,29 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     stream.expires_never(); // the websocket's own timeouts (with pings) take over
     auto c = std::make_shared<ws_connection>(std::move(stream), st);
     c->ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-    c->ws.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "sluice"); }));
-    c->ws.read_message_max(max_message_bytes);
+    // Beast answers a handshake it refuses (no Sec-WebSocket-Key, a version other than 13, ...) with its own
+    // plain-text body; the decorator runs on that response too and makes it the OpenAI-shaped JSON every other
+    // error has, keeping Beast's status and headers (426 keeps Sec-WebSocket-Version).
+    auto refused_status = std::make_shared<unsigned>(0);
+    c->ws.set_option(websocket::stream_base::decorator([refused_status](websocket::response_type& res) {
+        res.set(http::field::server, "sluice");
+        if (res.result() == http::status::switching_protocols) {
+            return;
+        }
+        *refused_status = res.result_int();
+        const api_error e{res.result(), "WebSocket handshake refused: " + res.body(), "invalid_request_error",
+                          std::nullopt, "bad_websocket_handshake"};
+        res.body() = json::serialize(error_body(e));
+        res.set(http::field::content_type, "application/json");
+        res.prepare_payload();
+    }));
+    c->ws.read_message_max(0); // read_bounded enforces max_message_bytes
     c->ws.text(true);
     auto [aec] = co_await c->ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
     if (aec) {
+        if (*refused_status != 0) {
+            st.metrics.count_request("/v1/ws", *refused_status);
+        }
         co_return;
     }
     st.metrics.count_request("/v1/ws", 101);
@@ -313,10 +368,11 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     asio::co_spawn(c->ws.get_executor(), write_loop(c), asio::detached);
 
     beast::flat_buffer buffer;
+    bool too_big = false;
     while (!c->overflowed) {
-        auto [ec, n] = co_await c->ws.async_read(buffer, asio::as_tuple(asio::use_awaitable));
-        if (ec) {
-            break; // closed by the peer, a timeout, an overflow close, or shutdown
+        auto ec = co_await read_bounded(c->ws, buffer, too_big);
+        if (ec || too_big) {
+            break; // closed by the peer, a timeout, an overflow close, shutdown, or a message over the limit
         }
         if (!c->ws.got_text()) {
             c->send(error_event(nullptr, bad_request("messages must be JSON text frames", std::nullopt, "binary")));
@@ -330,9 +386,12 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     // delivered, so drop the connection (which aborts a write stuck on a peer that does not read), stop every
     // generation and the writer, then wait for them (they hold slots and share the stream).
     c->closing = true;
-    beast::get_lowest_layer(c->ws).close();
     c->cancel_all();
     c->wake.set();
+    if (too_big && !c->overflowed) {
+        co_await close_too_big(*c);
+    }
+    beast::get_lowest_layer(c->ws).close();
     while (c->children > 0) {
         c->children_done.reset();
         auto [wec] = co_await c->children_done.async_wait(asio::as_tuple(asio::use_awaitable));

@@ -312,6 +312,40 @@ TEST(websocket, the_upgrade_needs_the_api_key) {
     EXPECT_EQ(send_request(server.port(), "GET", "/v1/ws", {}, {{"Authorization", "Bearer sekret"}}).status, 426);
 }
 
+TEST(websocket, refused_handshakes_answer_openai_shaped_json) {
+    server_process server;
+    const std::string head = "GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n";
+    const auto r1 = send_raw(server.port(), head + "Sec-WebSocket-Version: 13\r\n\r\n");
+    EXPECT_EQ(r1.status, 400) << r1.body;
+    EXPECT_EQ(openai_error_problem(r1), "") << r1.body;
+    EXPECT_EQ(body_json(r1).at("error").at("code"), "bad_websocket_handshake") << r1.body;
+
+    const auto r2 =
+        send_raw(server.port(), head + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n");
+    EXPECT_EQ(r2.status, 426) << r2.body;
+    EXPECT_EQ(openai_error_problem(r2), "") << r2.body;
+    EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
+}
+
+TEST(websocket, an_oversized_message_is_closed_with_1009_and_the_server_stays_healthy) {
+    server_process server;
+    ws_client c(server.port());
+    ASSERT_FALSE(c.handshake_error());
+    const std::string huge = request_message("big", R"({"prompt":")" + std::string(10 << 20, 'a') + R"("})");
+    boost::system::error_code wec;
+    c.stream().write(asio::buffer(huge), wec);
+    EXPECT_FALSE(wec) << "the server dropped the connection instead of closing it: " << wec.message();
+    auto ev = c.read();
+    EXPECT_TRUE(ev.empty());
+    EXPECT_EQ(c.last_error(), websocket::error::closed) << c.last_error().message();
+    EXPECT_EQ(c.stream().reason().code, websocket::close_code::too_big);
+    ws_client next(server.port());
+    ASSERT_FALSE(next.handshake_error());
+    next.send(request_message("ok", short_body));
+    std::map<std::string, std::string> text;
+    EXPECT_EQ(next.read_until_end("ok", text).at("finish_reason"), "length");
+}
+
 TEST(websocket, a_reader_that_never_reads_is_closed_and_the_server_stays_healthy) {
     server_process server({"--parallel", "4"});
     ws_client slow(server.port(), {}, 4096);
