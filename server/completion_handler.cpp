@@ -3,18 +3,16 @@
 
 #include "base/async_event.hpp"
 #include "server/openai_response.hpp"
+#include "server/prompt.hpp"
 #include "server/sse.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -203,28 +201,6 @@ asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_
     co_return keep;
 }
 
-/// The prompt's tokens, rendered and encoded on the render pool: the template runs on another thread while
-/// this connection's coroutine waits, so the event loop keeps serving everyone else.
-asio::awaitable<result<std::vector<std::int32_t>>> render_prompt(server_state& st, const generate_request& request) {
-    const session& probe = st.slots.any_session();
-    auto render = [&probe, &request]() -> asio::awaitable<result<std::vector<std::int32_t>>> {
-        co_return probe.prompt_tokens(request);
-    };
-    co_return co_await asio::co_spawn(st.render_pool.get_executor(), render(), asio::use_awaitable);
-}
-
-/// A prompt that could not be rendered: the chat template failed or exceeded a limit of its sandbox
-/// (`template_error`, the message names the limit), or the messages themselves were at fault.
-api_error prompt_error(const error& e, const std::string& field) {
-    // Template errors carry jinja2's exception name first: "TemplateLimitError: ...", "UndefinedError: ...".
-    const std::string_view m = e.message;
-    const auto colon = m.find(": ");
-    const std::string_view name = m.substr(0, colon == std::string_view::npos ? 0 : colon);
-    const bool from_template = name.size() > 5 && name.ends_with("Error") &&
-                               std::all_of(name.begin(), name.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
-    return bad_request(e.message, field, from_template ? std::optional<std::string>("template_error") : std::nullopt);
-}
-
 } // namespace
 
 asio::awaitable<bool> write_response(beast::tcp_stream& stream, http::response<http::string_body> res,
@@ -246,17 +222,9 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
     }
     // Render and count the prompt before queueing: a template error or a prompt longer than the context is
     // the client's error (400), reported with the counts.
-    const std::string prompt_field = kind == completion_kind::chat ? "messages" : "prompt";
-    auto prompt = co_await render_prompt(st, parsed->generate);
+    auto prompt = co_await prompt_tokens_for(st, *parsed);
     if (!prompt) {
-        auto res = error_response(prompt_error(prompt.error(), prompt_field), version, keep_alive);
-        co_return co_await write_response(stream, std::move(res), st.options.timeout);
-    }
-    const auto& probe = st.slots.any_session();
-    if (prompt->size() >= probe.context_size()) {
-        const std::string msg = "the prompt has " + std::to_string(prompt->size()) + " tokens; the context holds " +
-                                std::to_string(probe.context_size()) + " (including at least one generated token)";
-        auto res = error_response(bad_request(msg, prompt_field, "context_length_exceeded"), version, keep_alive);
+        auto res = error_response(prompt.error(), version, keep_alive);
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     parsed->generate.prompt_tokens = std::move(*prompt);

@@ -6,6 +6,7 @@
 #include "server/api_error.hpp"
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
+#include "server/prompt.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -45,13 +46,17 @@ constexpr auto overflow_grace = std::chrono::seconds(2);
 /// What the reader, the writer and the request coroutines of one socket share (io_context thread only).
 struct ws_connection : std::enable_shared_from_this<ws_connection> {
     ws_connection(beast::tcp_stream stream, server_state& state)
-        : ws(std::move(stream)), wake(ws.get_executor()), children_done(ws.get_executor()), st(state) {}
+        : ws(std::move(stream)), wake(ws.get_executor()), children_done(ws.get_executor()),
+          admitted(ws.get_executor()), st(state) {}
 
     websocket::stream<beast::tcp_stream> ws;
     std::deque<std::string> queue;
     std::size_t queued_bytes = 0;
     async_event wake;          ///< set when the queue or `closing` changed; the writer waits on it
     async_event children_done; ///< set when a child ended; the session waits on it until none is left
+    async_event admitted;      ///< notified when next_admit moves
+    std::uint64_t next_ticket = 0; ///< given to each request message in the order they arrive
+    std::uint64_t next_admit = 0;  ///< the ticket whose turn it is to queue for a slot
     std::size_t children = 0;         ///< the writer and the running requests
     bool closing = false;             ///< no more events are queued
     bool overflowed = false;          ///< a slow reader filled the queue: close with 1008
@@ -153,13 +158,39 @@ json::object done_event(const std::string& id, const response_meta& meta, const 
     return ev;
 }
 
+/// A slot, or none when the request was cancelled already: a cancel that came while the template rendered
+/// (the render ignores it) is seen here instead of by the wait for a slot.
+asio::awaitable<acquire_result> acquire_unless_cancelled(scheduler& slots) {
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) {
+        co_return acquire_result{};
+    }
+    co_return co_await slots.acquire();
+}
+
 /// One request: a slot (queued like REST requests), then delta events and one done (or error) event.
-asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string id, completion_request creq,
-                                  response_meta meta) {
+asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string id, std::uint64_t ticket,
+                                  completion_request creq, response_meta meta) {
     co_await asio::this_coro::throw_if_cancelled(false);
     server_state& st = c->st;
     token_clock clock(st.metrics, token_clock::clock::now());
-    auto acquired = co_await st.slots.acquire();
+    auto prompt = co_await prompt_tokens_for(st, creq);
+    // Renders run in parallel on the render pool; a socket's requests still queue for slots in the order they
+    // were sent: each waits for its turn, then lets the next one go.
+    while (c->next_admit != ticket) {
+        auto [wec] = co_await c->admitted.async_wait(asio::as_tuple(asio::use_awaitable));
+        (void)wec; // woken by an earlier request's turn ending
+    }
+    ++c->next_admit;
+    c->admitted.notify_all();
+    if (!prompt) {
+        c->send(error_event(&id, prompt.error()));
+        c->active.erase(id);
+        c->child_ended();
+        co_return;
+    }
+    creq.generate.prompt_tokens = std::move(*prompt);
+    auto acquired = co_await acquire_unless_cancelled(st.slots);
     if (acquired.queue_full) {
         const std::string msg = "all " + std::to_string(st.slots.parallel()) +
                                 " generation slots are busy and the queue is full; retry later";
@@ -214,7 +245,8 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
     c->child_ended();
 }
 
-/// Validates a request message as the REST routes do; the request ready to run, or the error to send.
+/// Validates a request message as the REST routes do (the prompt is rendered by run_request, off the event
+/// loop); the request ready to run, or the error to send.
 api_result<completion_request> validate_request(const json::object& msg, completion_kind& kind, server_state& st) {
     const auto* endpoint = msg.if_contains("endpoint");
     if (endpoint == nullptr || !endpoint->is_string() ||
@@ -230,18 +262,6 @@ api_result<completion_request> validate_request(const json::object& msg, complet
     if (!parsed) {
         return parsed.error();
     }
-    const std::string prompt_field = kind == completion_kind::chat ? "messages" : "prompt";
-    const auto& probe = st.slots.any_session();
-    auto prompt = probe.prompt_tokens(parsed->generate);
-    if (!prompt) {
-        return bad_request(prompt.error().message, prompt_field);
-    }
-    if (prompt->size() >= probe.context_size()) {
-        return bad_request("the prompt has " + std::to_string(prompt->size()) + " tokens; the context holds " +
-                               std::to_string(probe.context_size()) + " (including at least one generated token)",
-                           prompt_field, "context_length_exceeded");
-    }
-    parsed->generate.prompt_tokens = std::move(*prompt);
     return std::move(*parsed);
 }
 
@@ -289,7 +309,7 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
     auto sig = std::make_shared<asio::cancellation_signal>();
     c->active.emplace(id, sig);
     ++c->children;
-    asio::co_spawn(c->ws.get_executor(), run_request(c, id, std::move(*creq), std::move(meta)),
+    asio::co_spawn(c->ws.get_executor(), run_request(c, id, c->next_ticket++, std::move(*creq), std::move(meta)),
                    asio::bind_cancellation_slot(sig->slot(), asio::detached));
 }
 

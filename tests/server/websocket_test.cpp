@@ -327,6 +327,29 @@ TEST(websocket, refused_handshakes_answer_openai_shaped_json) {
     EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
 }
 
+TEST(websocket, a_template_error_is_an_error_event_and_a_slow_render_blocks_nobody) {
+    // A template that loops until its 1.5 s time limit; its render runs beside the event loop.
+    const auto model = tiny_model_with_template(
+        "ws-endless", "{% set r = range(1000000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}");
+    server_process server({"--template-max-time-ms", "1500", "--template-max-steps", "1000000000000",
+                           "--template-max-bytes", "1099511627776"},
+                          model);
+    ws_client c(server.port());
+    ws_client other(server.port());
+    ASSERT_FALSE(c.handshake_error());
+    ASSERT_FALSE(other.handshake_error());
+    const auto t0 = std::chrono::steady_clock::now();
+    c.send(request_message("slow", R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2})", "chat"));
+    other.send(request_message("plain", short_body));
+    std::map<std::string, std::string> text;
+    // Another socket's completion ends while the chat request's template is still rendering.
+    EXPECT_EQ(other.read_until_end("plain", text).at("finish_reason"), "length");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1400));
+    const auto err = c.read_until_end("slow", text);
+    ASSERT_EQ(err.at("type"), "error") << json::serialize(err);
+    EXPECT_EQ(err.at("error").at("code"), "template_error") << json::serialize(err);
+}
+
 TEST(websocket, an_oversized_message_is_closed_with_1009_and_the_server_stays_healthy) {
     server_process server;
     ws_client c(server.port());
