@@ -93,6 +93,11 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
         text += (*ev)->text;
     }
     const auto& s = tokens.summary();
+    if (s.reason == finish_reason::cancelled && st.stopping) {
+        log_generation(meta, "shutdown", s);
+        auto res = error_response(shutdown_error(), req.version(), false);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
+    }
     log_generation(meta, finish_reason_name(s.reason), s);
     if (s.reason == finish_reason::cancelled) {
         co_return false;
@@ -156,6 +161,15 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
         co_await out.send(pending);
     }
     const auto& s = tokens.summary();
+    if (out.ok() && s.reason == finish_reason::cancelled && st.stopping) {
+        // Stopped by the shutdown: the client gets an error event and [DONE], not a cut stream.
+        log_generation(meta, "shutdown", s);
+        const std::string event = sse_event(error_body(shutdown_error()));
+        co_await out.send(event);
+        co_await out.send(sse_done);
+        co_await out.finish();
+        co_return false;
+    }
     if (!out.ok() || s.reason == finish_reason::cancelled) {
         log_generation(meta, "disconnected", s);
         co_return false;
@@ -187,7 +201,11 @@ asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     if (!acquired.lease) {
-        co_return false; // cancelled while queued
+        if (!st.stopping) {
+            co_return false; // the client left while queued
+        }
+        auto res = error_response(shutdown_error(), req.version(), false);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
     bool keep = false;

@@ -255,15 +255,17 @@ asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milli
 
 } // namespace
 
-asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
+asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st, connection_status& status) {
     beast::flat_buffer buffer;
     const auto timeout = st.options.timeout;
-    for (;;) {
+    while (!st.stopping) {
+        status.idle = true;
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(st.options.max_header));
         parser.body_limit(st.options.max_body);
         stream.expires_after(timeout);
         auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        status.idle = false;
         if (!ec && !parser.is_done()) {
             const auto& head = parser.get();
             if (beast::iequals(head[http::field::expect], "100-continue")) {
@@ -294,6 +296,7 @@ asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
                 st.metrics.count_request(websocket_path, take_response_status(&stream));
                 break;
             }
+            status.websocket = true;
             co_await do_websocket_session(std::move(stream), std::move(req), st);
             co_return;
         }

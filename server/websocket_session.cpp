@@ -9,6 +9,7 @@
 #include "server/prompt.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -47,7 +48,7 @@ constexpr auto overflow_grace = std::chrono::seconds(2);
 struct ws_connection : std::enable_shared_from_this<ws_connection> {
     ws_connection(beast::tcp_stream stream, server_state& state)
         : ws(std::move(stream)), wake(ws.get_executor()), children_done(ws.get_executor()),
-          admitted(ws.get_executor()), st(state) {}
+          admitted(ws.get_executor()), ended(ws.get_executor()), st(state) {}
 
     websocket::stream<beast::tcp_stream> ws;
     std::deque<std::string> queue;
@@ -60,6 +61,9 @@ struct ws_connection : std::enable_shared_from_this<ws_connection> {
     std::size_t children = 0;         ///< the writer and the running requests
     bool closing = false;             ///< no more events are queued
     bool overflowed = false;          ///< a slow reader filled the queue: close with 1008
+    bool draining = false;            ///< the server is stopping: new requests are refused
+    bool shutdown_cancel = false;     ///< the running requests were stopped by the shutdown
+    async_event ended;                ///< set when the reader ends (the socket is done)
     std::map<std::string, std::shared_ptr<asio::cancellation_signal>> active; ///< client id -> its cancel
     server_state& st;
 
@@ -147,12 +151,15 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_connection> c) {
     c->child_ended();
 }
 
-json::object done_event(const std::string& id, const response_meta& meta, const generation_summary& s) {
+/// The done event; a generation the shutdown stopped ends with finish_reason "shutdown".
+json::object done_event(const std::string& id, const response_meta& meta, const generation_summary& s,
+                        bool shutdown = false) {
     json::object ev;
     ev["type"] = "done";
     ev["id"] = id;
     ev["response_id"] = meta.id;
-    ev["finish_reason"] = finish_reason_name(s.reason);
+    ev["finish_reason"] = shutdown && s.reason == finish_reason::cancelled ? std::string_view("shutdown")
+                                                                           : finish_reason_name(s.reason);
     ev["usage"] = usage_json(s);
     ev["timings"] = timings_json(s);
     return ev;
@@ -199,7 +206,7 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
     } else if (!acquired.lease) {
         generation_summary none;
         none.reason = finish_reason::cancelled;
-        c->send(done_event(id, meta, none));
+        c->send(done_event(id, meta, none, c->shutdown_cancel));
     } else {
         auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
         bool failed = false;
@@ -236,7 +243,7 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
                      meta.id.c_str(), meta.kind == completion_kind::chat ? "chat" : "completion", how.c_str(),
                      s.prompt_tokens, s.cached_tokens, s.completion_tokens);
         if (!failed) {
-            c->send(done_event(id, meta, s));
+            c->send(done_event(id, meta, s, c->shutdown_cancel));
         }
         st.metrics.prompt_tokens += s.prompt_tokens;
         st.metrics.generated_tokens += s.completion_tokens;
@@ -290,6 +297,10 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
     }
     if (type == nullptr || !type->is_string() || type->as_string() != "request") {
         c->send(error_event(&id, bad_request("'type' must be \"request\" or \"cancel\"", "type")));
+        return;
+    }
+    if (c->draining) {
+        c->send(error_event(&id, shutdown_error()));
         return;
     }
     if (c->active.contains(id)) {
@@ -350,6 +361,47 @@ asio::awaitable<void> close_too_big(ws_connection& c) {
     guard.cancel();
 }
 
+/// Sleeps in steps of 20 ms while `busy()` holds and the clock is before `until`.
+template <class Pred>
+asio::awaitable<void> wait_while(ws_connection& c, Pred busy, std::chrono::steady_clock::time_point until) {
+    asio::steady_timer tick(c.ws.get_executor());
+    while (busy() && std::chrono::steady_clock::now() < until) {
+        tick.expires_after(std::chrono::milliseconds(20));
+        co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+/// The server's shutdown, for one socket: new requests are refused, running ones may finish until the
+/// deadline and are then stopped (done with finish_reason "shutdown"), every queued event is written, and the
+/// socket is closed with 1001 (going away). Ends at once when the socket ends first.
+asio::awaitable<void> drain_on_shutdown(std::shared_ptr<ws_connection> c) {
+    using namespace asio::experimental::awaitable_operators;
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto stop = c->st.stop_requested.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto ended = c->ended.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await (std::move(stop) || std::move(ended));
+    if (c->closing) {
+        co_return;
+    }
+    c->draining = true;
+    const auto deadline = c->st.stop_deadline;
+    co_await wait_while(*c, [&c] { return !c->active.empty() && !c->closing; }, deadline);
+    if (!c->active.empty() && !c->closing) {
+        c->shutdown_cancel = true;
+        c->cancel_all();
+        const auto soon = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        co_await wait_while(*c, [&c] { return !c->active.empty() && !c->closing; }, soon);
+    }
+    const auto flush_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    co_await wait_while(*c, [&c] { return !c->queue.empty() && !c->closing; }, flush_by);
+    if (c->closing) {
+        co_return;
+    }
+    const websocket::close_reason reason(websocket::close_code::going_away, "server shutting down");
+    auto [ec] = co_await c->ws.async_close(reason, asio::as_tuple(asio::use_awaitable));
+    (void)ec; // the reader sees the socket end either way
+}
+
 } // namespace
 
 asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::request<http::string_body> req,
@@ -386,6 +438,7 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     st.metrics.count_request("/v1/ws", 101);
     ++c->children;
     asio::co_spawn(c->ws.get_executor(), write_loop(c), asio::detached);
+    asio::co_spawn(c->ws.get_executor(), drain_on_shutdown(c), asio::detached);
 
     beast::flat_buffer buffer;
     bool too_big = false;
@@ -406,6 +459,7 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     // delivered, so drop the connection (which aborts a write stuck on a peer that does not read), stop every
     // generation and the writer, then wait for them (they hold slots and share the stream).
     c->closing = true;
+    c->ended.set();
     c->cancel_all();
     c->wake.set();
     if (too_big && !c->overflowed) {

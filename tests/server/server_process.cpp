@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
@@ -81,6 +82,10 @@ server_process::server_process(const std::vector<std::string>& args, const std::
     log_path_ = scratch_dir() / ("serve-" + std::to_string(counter++) + ".log");
     std::vector<std::string> argv_s{sluice_exe(), "serve", "-m",        (model.empty() ? tiny_model() : model).string(),
                                     "--port",     "0",     "--threads", "2"};
+    if (std::find(args.begin(), args.end(), "--shutdown-grace") == args.end()) {
+        // Tests that end with a generation running should not wait the default 5 s for it.
+        argv_s.insert(argv_s.end(), {"--shutdown-grace", "1s"});
+    }
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) {
@@ -143,12 +148,22 @@ bool server_process::running() {
 }
 
 int server_process::stop() {
+    terminate();
+    return wait_exit();
+}
+
+void server_process::terminate() {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGTERM);
+    }
+}
+
+int server_process::wait_exit(std::chrono::milliseconds limit) {
     if (pid_ <= 0) {
         return -1;
     }
-    ::kill(pid_, SIGTERM);
     int status = 0;
-    for (int i = 0; i < 500; ++i) {
+    for (auto waited = std::chrono::milliseconds(0); waited < limit; waited += std::chrono::milliseconds(20)) {
         if (::waitpid(pid_, &status, WNOHANG) == pid_) {
             pid_ = -1;
             return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -46,6 +47,10 @@ public:
     [[nodiscard]] bool running();
     /// Sends SIGTERM and returns the exit status (-1 if it had to be killed or died from a signal).
     int stop();
+    /// Sends SIGTERM without waiting.
+    void terminate();
+    /// Waits up to `limit` for the exit: its status, or -1 after killing it (or when a signal ended it).
+    int wait_exit(std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 private:
     pid_t pid_ = -1;

@@ -286,15 +286,29 @@ TEST(websocket, closing_the_socket_mid_generation_frees_the_slot) {
     next.stream().close(websocket::close_code::normal);
 }
 
-TEST(websocket, sigterm_with_an_open_socket_mid_generation_stops_the_server_with_status_zero) {
-    server_process server({"--parallel", "2"});
+TEST(websocket, sigterm_mid_generation_ends_requests_with_shutdown_and_closes_with_1001) {
+    server_process server({"--parallel", "2", "--shutdown-grace", "300ms", "--ctx", "8192"});
     ws_client c(server.port());
     ASSERT_FALSE(c.handshake_error());
-    c.send(request_message("a", long_body));
-    c.send(request_message("b", long_body));
+    const std::string endless = R"({"prompt":"Hi","max_tokens":7000,"ignore_eos":true})";
+    c.send(request_message("a", endless));
+    c.send(request_message("b", endless));
     auto ev = c.read();
     ASSERT_EQ(ev.at("type"), "delta");
-    EXPECT_EQ(server.stop(), 0) << server.log();
+    server.terminate();
+    // Both requests end with a done event (in either order), then the close frame: 1001, going away.
+    std::map<std::string, std::string> finish;
+    for (int i = 0; i < 100000 && !c.last_error(); ++i) {
+        const auto e = c.read();
+        if (!e.empty() && e.at("type") == "done") {
+            finish[std::string(e.at("id").as_string())] = std::string(e.at("finish_reason").as_string());
+        }
+    }
+    EXPECT_EQ(finish["a"], "shutdown");
+    EXPECT_EQ(finish["b"], "shutdown");
+    EXPECT_EQ(c.last_error(), websocket::error::closed) << c.last_error().message();
+    EXPECT_EQ(c.stream().reason().code, websocket::close_code::going_away);
+    EXPECT_EQ(server.wait_exit(), 0) << server.log();
 }
 
 TEST(websocket, the_upgrade_needs_the_api_key) {
