@@ -286,6 +286,13 @@ public:
             }
             target = map_hybrid_name(*name);
             target = target ? target : map_name(*name, cfg_.family);
+        } else if (!cfg_.tensor_prefix.empty()) {
+            // Kimi-K2.5: the language model's tensors under the prefix; the vision tower and projector are not
+            // part of the GGUF language model.
+            if (!std::string_view(t.name).starts_with(cfg_.tensor_prefix)) {
+                return {};
+            }
+            target = map_name(std::string_view(t.name).substr(cfg_.tensor_prefix.size()), cfg_.family);
         } else {
             target = map_name(t.name, cfg_.family);
         }

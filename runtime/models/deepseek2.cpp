@@ -69,9 +69,8 @@ std::vector<tensor_spec> tensors(const model_hparams& hp) {
 
 // One row per position: the latent and the rotary key (no separate values).
 std::vector<layer_cache_spec> cache_layout(const model_hparams& hp) {
-    return std::vector<layer_cache_spec>(hp.n_layer,
-                                         layer_cache_spec{hp.mla.kv_lora_rank + static_cast<std::uint32_t>(hp.rope.n_rot),
-                                                          0, 0, 0});
+    return std::vector<layer_cache_spec>(
+        hp.n_layer, layer_cache_spec{hp.mla.kv_lora_rank + static_cast<std::uint32_t>(hp.rope.n_rot), 0, 0, 0});
 }
 
 layer_status forward_layer(layer_context& ctx, std::uint32_t il, const team_member& m) {

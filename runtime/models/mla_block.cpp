@@ -154,8 +154,8 @@ void mla_attention_block(layer_context& ctx, std::uint32_t il, const team_member
         const void* cache = ctx.cache().keys(il);
         kernels::mla_decompress(sh, l.wk_b.type, l.wk_b.data, l.wv_b.data, ctx.cache().type(), cache, sh.kv_len,
                                 s.mla.k_nope.data(), s.mla.v.data(), heads.begin, heads.end);
-        kernels::mla_attention_plain(sh, ctx.cache().type(), s.mla.q.data(), s.mla.k_nope.data(), s.mla.v.data(),
-                                     cache, s.mla.out.data(), heads.begin, heads.end);
+        kernels::mla_attention_plain(sh, ctx.cache().type(), s.mla.q.data(), s.mla.k_nope.data(), s.mla.v.data(), cache,
+                                     s.mla.out.data(), heads.begin, heads.end);
     } else if (heads.size()) {
         attend_absorbed(ctx, il, sh, heads);
     }

@@ -134,8 +134,7 @@ result<void> read_mla_hparams(const gguf::metadata& kv, model_hparams& hp) {
         return bad(hp, "attention.value_length", "must equal kv_lora_rank (" + std::to_string(m.kv_lora_rank) + ")");
     }
     if (k_mla <= n_rot) {
-        return bad(hp, "attention.key_length_mla",
-                   "must exceed rope.dimension_count (" + std::to_string(n_rot) + ")");
+        return bad(hp, "attention.key_length_mla", "must exceed rope.dimension_count (" + std::to_string(n_rot) + ")");
     }
     if (m.v_dim == 0) {
         return bad(hp, "attention.value_length_mla", "must be positive");

@@ -27,7 +27,9 @@ std::string load_error(const std::filesystem::path& path) {
     return r ? std::string() : r.error().message;
 }
 
-mkmodel::random_model_plan& plan_of(void* p) { return *static_cast<mkmodel::random_model_plan*>(p); }
+mkmodel::random_model_plan& plan_of(void* p) {
+    return *static_cast<mkmodel::random_model_plan*>(p);
+}
 
 struct bad_key {
     std::string arch, tag, key;

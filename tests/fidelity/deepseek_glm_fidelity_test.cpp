@@ -1,7 +1,9 @@
 // DeepSeek-V3 / Kimi-K2 (deepseek2) and GLM-4.5 (glm4moe) beyond the shared reference tests of fidelity_test.cpp:
 // decoding token by token (MLA's absorbed form over the latent cache) gives transformers' cached logits; a batch
 // whose context outgrows the plain form's scratch (the absorbed form over several tokens) gives the plain form's
-// logits; the files llama.cpp's converter wrote hold exactly the tensors `sluice convert` writes and load.
+// logits; the files llama.cpp's converter wrote hold exactly the tensors `sluice convert` writes and load; Kimi-K2.5's
+// layout (a language_model. prefix beside a vision tower) converts to the same tensors.
+#include "tests/cli/scratch.hpp"
 #include "tests/engine/tiny_model.hpp"
 #include "tests/fidelity/reference_fixture.hpp"
 
@@ -9,6 +11,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 
 namespace sluice {
 namespace {
@@ -39,7 +44,8 @@ TEST_P(deepseek_glm_f32, logits_match_transformers_within_1e_4_and_greedy_output
     const auto ref = test::reference_json(name);
     const auto m =
         test::load_model(test::converted_fixture(name, convert::output_type::f32), 64, 256, 2, quant_type::f32);
-    const double d = test::max_rel_diff(all_logits(m, ref), test::floats_of(test::reference_root() / name / "logits.bin"));
+    const double d =
+        test::max_rel_diff(all_logits(m, ref), test::floats_of(test::reference_root() / name / "logits.bin"));
     std::printf("%s f32: max rel diff %.2e\n", name.c_str(), d);
     EXPECT_LE(d, 1e-4) << name;
     const auto& g = ref.at("greedy");
@@ -76,14 +82,15 @@ TEST_P(deepseek_glm, quantized_files_compute_their_rounded_weights) {
                             std::pair{convert::output_type::bf16, quant_type::bf16}}) {
         const auto path = test::converted_fixture(name, type);
         const auto ours = all_logits(test::load_model(path, 64, 256, 2), ref);
-        const auto exact = all_logits(test::load_model(test::dequantized_copy(path, qt), 64, 256, 2, quant_type::f32), ref);
+        const auto exact =
+            all_logits(test::load_model(test::dequantized_copy(path, qt), 64, 256, 2, quant_type::f32), ref);
         const auto a = test::agreement(ours, exact, n_vocab);
         auto sorted = a.cosines;
         std::sort(sorted.begin(), sorted.end());
         const double median = sorted[sorted.size() / 2];
         const double decisive = a.decisive ? double(a.decisive_agree) / double(a.decisive) : 1.0;
-        std::printf("%s %s vs its rounded weights: cosine median %.6f lowest %.4f, decisive top-1 %.3f\n",
-                    name.c_str(), kernels::traits_of(qt).name.data(), median, sorted.front(), decisive);
+        std::printf("%s %s vs its rounded weights: cosine median %.6f lowest %.4f, decisive top-1 %.3f\n", name.c_str(),
+                    kernels::traits_of(qt).name.data(), median, sorted.front(), decisive);
         EXPECT_GE(median, 0.999) << name;
         EXPECT_GE(decisive, 0.9) << name;
     }
@@ -167,8 +174,60 @@ TEST_P(deepseek_glm, llamacpp_converted_file_holds_the_same_tensors_and_loads) {
     want.resize(a.size());
     std::printf("%s llama.cpp f16 file: %zu tensors; vs Sluice's f16 conversion %.2e, vs transformers %.2e\n",
                 name.c_str(), theirs.size(), test::max_rel_diff(a, b), test::max_rel_diff(a, want));
-    EXPECT_LE(test::max_rel_diff(a, b), 1e-6) << name; // the same tensors; metadata read to the same hparams
+    EXPECT_LE(test::max_rel_diff(a, b), 1e-6) << name;    // the same tensors; metadata read to the same hparams
     EXPECT_LE(test::max_rel_diff(a, want), 1e-2) << name; // F16 weights against transformers' float64
+}
+
+// Kimi-K2.5's layout of the same checkpoint: config.json's text_config, the language model's tensors under
+// "language_model.", and a vision tower beside them. It converts to exactly the tensors of the plain checkpoint.
+TEST(kimi_k25, prefixed_language_model_converts_like_the_plain_checkpoint_and_the_vision_tower_is_left_out) {
+    const auto src = test::reference_root() / "deepseek_v3";
+    const auto dir = test::scratch_dir() / "kimi_k25";
+    fs::create_directories(dir);
+    // config.json: the text model's config under text_config.
+    std::ifstream cin(src / "config.json");
+    auto text = boost::json::parse(std::string(std::istreambuf_iterator<char>(cin), {})).as_object();
+    text.erase("architectures");
+    boost::json::object root{{"architectures", boost::json::array{"KimiK25ForConditionalGeneration"}},
+                             {"model_type", "kimi_k25"},
+                             {"text_config", text}};
+    std::ofstream(dir / "config.json") << boost::json::serialize(root);
+    // model.safetensors: every name prefixed, plus a vision tensor after the data.
+    std::ifstream in(src / "model.safetensors", std::ios::binary);
+    const std::string raw(std::istreambuf_iterator<char>(in), {});
+    std::uint64_t header_len = 0;
+    std::memcpy(&header_len, raw.data(), 8);
+    const auto header = boost::json::parse(raw.substr(8, header_len)).as_object();
+    const std::string data = raw.substr(8 + header_len);
+    boost::json::object renamed;
+    for (const auto& [key, value] : header) {
+        renamed[key == "__metadata__" ? std::string(key) : "language_model." + std::string(key)] = value;
+    }
+    renamed["vision_tower.patch_embed.weight"] =
+        boost::json::object{{"dtype", "F32"},
+                            {"shape", boost::json::array{2, 2}},
+                            {"data_offsets", boost::json::array{data.size(), data.size() + 16}}};
+    std::string text_header = boost::json::serialize(renamed);
+    text_header.append((8 - text_header.size() % 8) % 8, ' ');
+    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+    const std::uint64_t n = text_header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << text_header << data << std::string(16, '\0');
+    out.close();
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+        fs::copy_file(test::reference_root() / "tokenizer" / f, dir / f, fs::copy_options::overwrite_existing);
+    }
+    const auto gguf = dir / "kimi.gguf";
+    auto r = convert::convert_checkpoint(dir, gguf, {.type = convert::output_type::f32});
+    ASSERT_TRUE(r) << r.error().message;
+    const auto ours = test::read_tensors(gguf);
+    const auto plain = test::read_tensors(test::converted_fixture("deepseek_v3", convert::output_type::f32));
+    ASSERT_EQ(ours.size(), plain.size());
+    for (const auto& [tensor, t] : plain) {
+        const auto it = ours.find(tensor);
+        ASSERT_NE(it, ours.end()) << tensor;
+        EXPECT_TRUE(t.data == it->second.data) << tensor;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(fixtures, deepseek_glm,

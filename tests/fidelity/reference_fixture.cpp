@@ -1,8 +1,8 @@
 // Shared helpers of the reference fidelity tests.
 #include "tests/fidelity/reference_fixture.hpp"
 
-#include "runtime/engine/session.hpp"
 #include "kernels/quant.hpp"
+#include "runtime/engine/session.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "tests/cli/scratch.hpp"
@@ -19,7 +19,9 @@ namespace sluice::test {
 
 namespace fs = std::filesystem;
 
-fs::path reference_root() { return fs::path(SLUICE_SOURCE_DIR) / "tests" / "fixtures" / "reference"; }
+fs::path reference_root() {
+    return fs::path(SLUICE_SOURCE_DIR) / "tests" / "fixtures" / "reference";
+}
 
 boost::json::object reference_json(const std::string& name) {
     std::ifstream in(reference_root() / name / "reference.json");
