@@ -2,8 +2,9 @@
 # llama.cpp (mmap, its default load mode, weights not repacked so they stay in the mapping) and Sluice (stream_bench)
 # decoding the same GGUF file, each inside a cgroup v1 memory cgroup limited to B GiB (page cache included), same
 # threads, alternating llama.cpp / Sluice within each round because this host's speed drifts. Per run: decode
-# tokens/s, bytes the cgroup read from disk (blkio), peak memory of the cgroup (memory.max_usage_in_bytes, page
-# cache included) and how often it hit the limit (memory.failcnt). Each engine runs a short and a long generation
+# tokens/s, bytes the process read from disk (read_bytes of /proc/PID/io: page-cache fills, mmap faults and O_DIRECT
+# reads alike, read from the wrapper shell once the engine is reaped), peak memory of the cgroup
+# (memory.max_usage_in_bytes, page cache included) and how often it hit the limit (memory.failcnt). Each engine runs a short and a long generation
 # (SHORT and SHORT + TOKENS tokens) from a cold page cache; bytes read per decode token = the difference of the two
 # runs' reads / TOKENS, so loading and the prompt cancel out.
 #
@@ -17,7 +18,8 @@
 # Environment: STREAM_BENCH (default build/release/bench/streaming/stream_bench), SHORT (default 4),
 # SLUICE_MARGIN_MIB (default 256: Sluice's --memory-budget is the limit minus this, for its binary, libraries and
 # the page cache of its own reads), ROUTING (a recording for Sluice to replay; llama.cpp cannot, so leave it unset
-# for a like-for-like run). Needs root, cgroup v1 memory and blkio hierarchies, jq and python3.
+# for a like-for-like run). Needs root, the cgroup v1 memory hierarchy, jq and python3. (The blkio hierarchy's
+# counters stayed at zero on this VM's virtio disk, so the bytes come from the process's own I/O accounting.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${1:?model}
@@ -31,12 +33,10 @@ long=$((short + tokens))
 stream_bench=${STREAM_BENCH:-$root/build/release/bench/streaming/stream_bench}
 margin_mib=${SLUICE_MARGIN_MIB:-256}
 mem_root=/sys/fs/cgroup/memory
-blk_root=/sys/fs/cgroup/blkio
 
 die() { echo "vs_llamacpp_cgroup: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "needs root (to create cgroups)"
 [[ -w $mem_root && -f $mem_root/memory.limit_in_bytes ]] || die "no cgroup v1 memory hierarchy at $mem_root"
-[[ -d $blk_root ]] || die "no cgroup v1 blkio hierarchy at $blk_root"
 [[ -x $llama ]] || die "$llama is not executable"
 [[ -x $stream_bench ]] || die "$stream_bench is not built (cmake --build build/release --target stream_bench)"
 [[ -r $model ]] || die "cannot read $model"
@@ -45,46 +45,46 @@ limit=$(python3 -c "print(int(float('$budget_gib') * (1 << 30)))")
 sluice_budget=$((limit - margin_mib * 1024 * 1024))
 ((sluice_budget > 0)) || die "budget ${budget_gib} GiB leaves nothing after the ${margin_mib} MiB margin"
 
-# One cgroup (memory + blkio) per run, so its counters start at zero; all of them removed on exit.
+# One memory cgroup per run, so its counters start at zero; all of them removed on exit.
 created=()
+tmp=$(mktemp -d /tmp/vs_llamacpp_cgroup.XXXXXX)
 cleanup() {
-    for cg in "${created[@]}"; do
-        for h in $mem_root $blk_root; do
-            if [[ -d $h/$cg ]]; then
-                # Any process still inside is one this script started; move it out before removing the group.
-                while read -r pid; do echo "$pid" >"$h/cgroup.procs" 2>/dev/null || true; done <"$h/$cg/cgroup.procs"
-                rmdir "$h/$cg" 2>/dev/null || echo "vs_llamacpp_cgroup: could not remove $h/$cg" >&2
-            fi
-        done
+    for g in "${created[@]}"; do
+        if [[ -d $mem_root/$g ]]; then
+            # Any process still inside is one this script started; move it out before removing the group.
+            while read -r pid; do echo "$pid" >"$mem_root/cgroup.procs" 2>/dev/null || true; done <"$mem_root/$g/cgroup.procs"
+            rmdir "$mem_root/$g" 2>/dev/null || echo "vs_llamacpp_cgroup: could not remove $mem_root/$g" >&2
+        fi
     done
+    rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 seq_no=0
-make_cgroup() { # prints the new group's name
-    local cg="sluice-vs-llama-$$-$((seq_no++))"
-    mkdir "$mem_root/$cg" "$blk_root/$cg"
+make_cgroup() { # a new group limited to $limit, its name in $cg
+    cg="sluice-vs-llama-$$-$((seq_no++))"
+    mkdir "$mem_root/$cg"
     created+=("$cg")
     echo "$limit" >"$mem_root/$cg/memory.limit_in_bytes"
     local applied
     applied=$(cat "$mem_root/$cg/memory.limit_in_bytes")
     # The kernel rounds the limit down to whole pages.
     ((applied <= limit && applied > limit - 65536)) || die "memory.limit_in_bytes reads back $applied, not $limit"
-    echo "$cg"
 }
 
-# Runs "$@" inside group $1 (memory and blkio), stdout and stderr to files $2.out / $2.err; returns its status.
+# Runs "$@" inside group $1 with stdout, stderr and the bytes it read from disk in files $2.out, $2.err, $2.io;
+# returns its status. The wrapper shell joins the group, runs the command as its child and, once it is reaped (its
+# I/O counts then add to the shell's), writes its own read_bytes.
 run_in() {
-    local cg=$1 out=$2
+    local group=$1 out=$2
     shift 2
-    sh -c 'echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"' sh \
-        "$mem_root/$cg" "$blk_root/$cg" "$@" >"$out.out" 2>"$out.err" </dev/null
+    sh -c 'echo $$ > "$1/cgroup.procs" || exit 125; io=$2; shift 2; "$@"; rc=$?
+           awk "/^read_bytes:/ { print \$2 }" /proc/$$/io > "$io"; exit $rc' sh \
+        "$mem_root/$group" "$out.io" "$@" >"$out.out" 2>"$out.err" </dev/null
 }
 
-read_bytes() { # bytes the group read from disk (all devices)
-    awk '$2 == "Read" { s += $3 } END { print s + 0 }' "$blk_root/$1/blkio.throttle.io_service_bytes"
-}
+read_bytes() { cat "$1.io" 2>/dev/null || echo 0; }
 peak() { cat "$mem_root/$1/memory.max_usage_in_bytes"; }
 failcnt() { cat "$mem_root/$1/memory.failcnt"; }
 drop_cache() { # the model file's clean pages leave the page cache: every run starts cold
@@ -93,24 +93,23 @@ drop_cache() { # the model file's clean pages leave the page cache: every run st
 }
 
 # 1. The limit is applied: read limit + 512 MiB of the model through the page cache inside a group.
-cg=$(make_cgroup)
+make_cgroup
 drop_cache
-run_in "$cg" /tmp/vs_llamacpp_cgroup.$$.check dd if="$model" of=/dev/null bs=1M count=$((limit / 1048576 + 512)) ||
-    die "the limit check's dd failed: $(cat /tmp/vs_llamacpp_cgroup.$$.check.err)"
+run_in "$cg" "$tmp/check" dd if="$model" of=/dev/null bs=1M count=$((limit / 1048576 + 512)) ||
+    die "the limit check's dd failed: $(cat "$tmp/check.err")"
 check_peak=$(peak "$cg")
-check_read=$(read_bytes "$cg")
+check_read=$(read_bytes "$tmp/check")
 ((check_peak <= limit)) || die "limit not applied: a group limited to $limit bytes peaked at $check_peak"
-((check_read > limit)) || die "the limit check read only $check_read bytes (blkio not counting reads?)"
+((check_read > limit)) || die "the limit check read only $check_read bytes (is the model smaller than the limit?)"
 echo "limit check: read $((check_read >> 20)) MiB of the model inside a ${budget_gib} GiB group, peak" \
     "$((check_peak >> 20)) MiB <= limit $((limit >> 20)) MiB, failcnt $(failcnt "$cg")"
-rm -f /tmp/vs_llamacpp_cgroup.$$.check.{out,err}
 
 # 2. The runs. Each prints: engine round n tok/s read_bytes peak_bytes failcnt status.
 results=()
 run_engine() { # engine round n
-    local engine=$1 round=$2 n=$3 cg out status tps
-    cg=$(make_cgroup)
-    out=/tmp/vs_llamacpp_cgroup.$$.$engine.$round.$n
+    local engine=$1 round=$2 n=$3 out status tps
+    make_cgroup
+    out=$tmp/$engine.$round.$n
     drop_cache
     status=0
     if [[ $engine == llama.cpp ]]; then
@@ -125,14 +124,14 @@ run_engine() { # engine round n
         tps=$(jq -r '.decode_tokens_per_s' "$out.out" 2>/dev/null || echo 0)
     fi
     [[ -n $tps ]] || tps=0
-    local line="$engine $round $n $tps $(read_bytes "$cg") $(peak "$cg") $(failcnt "$cg") $status"
+    local line="$engine $round $n $tps $(read_bytes "$out") $(peak "$cg") $(failcnt "$cg") $status"
     echo "$line"
     results+=("$line")
     if ((status != 0)); then
         echo "  ($engine exited with status $status; last lines of its stderr:)" >&2
         tail -n 3 "$out.err" >&2
     fi
-    rm -f "$out.out" "$out.err"
+    rm -f "$out.out" "$out.err" "$out.io"
 }
 
 echo "model $model, limit ${budget_gib} GiB ($limit bytes), Sluice --memory-budget $sluice_budget, threads $threads," \
@@ -153,10 +152,10 @@ printf '%s\n' "${results[@]}" | awk -v short="$short" -v long="$long" -v tokens=
     END {
         for (key in rl) {
             split(key, k, " ")
-            printf "%-9s round %s: %7.3f tok/s  %8.1f MB read/token  peak %7.1f MiB  status %s\n", k[1], k[2],
+            printf "round %s %-9s: %7.3f tok/s  %8.1f MB read/token  peak %7.1f MiB  status %s", k[2], k[1],
                 tps[key], (rl[key] - rs[key]) / tokens / 1e6, pk[key] / 1048576, st[key]
             if (k[1] == "sluice" && tps["llama.cpp " k[2]] > 0)
-                ratio[k[2]] = tps[key] / tps["llama.cpp " k[2]]
+                printf "  (%.2fx llama.cpp tok/s)", tps[key] / tps["llama.cpp " k[2]]
+            printf "\n"
         }
-        for (r in ratio) printf "round %s: Sluice / llama.cpp decode tokens/s = %.2f\n", r, ratio[r]
     }' | sort
