@@ -91,6 +91,7 @@ void add_serve_command(CLI::App& app) {
                     "After SIGTERM, how long running generations may finish before they are stopped (0s: at once)")
         ->capture_default_str();
     add_memory_flags(*cmd, a->memory);
+    add_record_routing_option(*cmd, o.record_routing);
     add_template_flags(*cmd, o.template_limits, o.special_tokens_in_content);
     cmd->callback([a] {
         if (const int rc = run_serve(*a); rc != 0) {

@@ -90,6 +90,7 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.prefetch = st.options.prefetch;
     opts.template_limits = st.options.template_limits;
     opts.special_tokens_in_content = st.options.special_tokens_in_content;
+    opts.record_routing = st.options.record_routing;
     std::fprintf(stderr, "sluice serve: loading %s\n", st.options.model.c_str());
     // One line per quarter: readable in a terminal and in a log file alike.
     auto progress = [quarter = 0](std::uint64_t done, std::uint64_t total) mutable {

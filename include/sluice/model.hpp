@@ -30,6 +30,7 @@ class jinja_template;
 namespace experts {
 class expert_source;
 struct expert_cache_counters;
+class routing_log;
 } // namespace experts
 namespace runtime {
 class compute_pool;
@@ -81,6 +82,8 @@ public:
     [[nodiscard]] runtime::compute_pool& pool() noexcept;
     [[nodiscard]] const models::model_weights& weights() const noexcept;
     [[nodiscard]] experts::expert_source& experts() noexcept;
+    /// The routing recorded or replayed (options.record_routing / replay_routing); nullptr when neither.
+    [[nodiscard]] experts::routing_log* routing() noexcept;
 
 private:
     struct state;

@@ -53,7 +53,9 @@ struct session::state {
                                                                  : kernels::quant_type::f16,
                  model_->options().n_batch),
           runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
-                  model_->options().n_batch) {}
+                  model_->options().n_batch) {
+        runner_.set_routing(model_->routing());
+    }
 
     std::shared_ptr<model> model_;
     models::kv_cache cache_;
