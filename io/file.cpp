@@ -66,4 +66,12 @@ void file::close() noexcept {
     }
 }
 
+result<std::uint64_t> file::current_size() const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+        return make_errno_error(errno, path_ + ": stat failed");
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
 } // namespace sluice::io

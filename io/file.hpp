@@ -34,6 +34,9 @@ public:
     [[nodiscard]] int fd() const noexcept { return fd_; }
     /// The size in bytes at the time of `open`.
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+    /// The size in bytes now (fstat of the open descriptor: a truncation of the file shows, a replacement of
+    /// its path does not, as reads still go to the file that was opened).
+    [[nodiscard]] result<std::uint64_t> current_size() const;
     /// The path as given to `open`.
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
     /// True when the descriptor bypasses the page cache; reads then need 4 KiB alignment (the readers handle it).

@@ -33,14 +33,32 @@ http_response handle_health(const http_request& req, const server_state& st) {
         res.set(http::field::retry_after, "1");
         return res;
     }
-    return json_ok(json::object{{"status", "ok"},
-                                {"model", st.model_name},
-                                {"n_ctx", st.slots.any_session().context_size()},
-                                {"slots_total", st.slots.parallel()},
-                                {"slots_busy", st.slots.busy()},
-                                {"queued", st.slots.queued()},
-                                {"memory", sluice::to_json(st.loaded->plan())}},
-                   req);
+    json::object body{{"status", "ok"},
+                      {"model", st.model_name},
+                      {"n_ctx", st.slots.any_session().context_size()},
+                      {"slots_total", st.slots.parallel()},
+                      {"slots_busy", st.slots.busy()},
+                      {"queued", st.slots.queued()},
+                      {"memory", sluice::to_json(st.loaded->plan())}};
+    // A streaming model reads its file for every token: a file truncated (or unreadable) under the server is a
+    // fault a load balancer must see, not only the requests that fail on it.
+    const std::string file_fault = st.loaded->file_fault();
+    const auto counters = st.loaded->expert_counters();
+    if (!file_fault.empty() || counters.read_failures > 0) {
+        body["status"] = "fault";
+        json::object fault{{"read_failures", counters.read_failures}};
+        if (!file_fault.empty()) {
+            fault["file"] = file_fault;
+        }
+        if (!counters.last_read_failure.empty()) {
+            fault["last_read_failure"] = counters.last_read_failure;
+        }
+        body["fault"] = std::move(fault);
+        auto res = json_ok(body, req);
+        res.result(http::status::service_unavailable);
+        return res;
+    }
+    return json_ok(body, req);
 }
 
 http_response handle_models(const http_request& req, const server_state& st) {

@@ -62,6 +62,9 @@ public:
     [[nodiscard]] bool streams_experts() const noexcept;
     /// The training context the file declares.
     [[nodiscard]] std::uint32_t training_context() const noexcept;
+    /// Empty while the model's files are as they were at load; else what changed ("PATH: truncated from N to M
+    /// bytes while the model streams from it"). A model held wholly in memory does not read its files again.
+    [[nodiscard]] std::string file_fault() const;
     /// Tokens of the vocabulary.
     [[nodiscard]] std::uint32_t vocab_size() const noexcept;
 

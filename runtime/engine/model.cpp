@@ -46,6 +46,23 @@ const std::optional<chat::template_source>& model::chat_template() const noexcep
 const result<chat::jinja_template>* model::parsed_chat_template() const noexcept {
     return state_->parsed_template ? &*state_->parsed_template : nullptr;
 }
+std::string model::file_fault() const {
+    if (!state_->plan.streams()) {
+        return {};
+    }
+    for (const auto& part : state_->files->parts()) {
+        const auto now = part.file.current_size();
+        if (!now) {
+            return now.error().message;
+        }
+        if (*now < part.file.size()) {
+            return part.file.path() + ": truncated from " + std::to_string(part.file.size()) + " to " +
+                   std::to_string(*now) + " bytes while experts stream from it";
+        }
+    }
+    return {};
+}
+
 const memory_plan& model::plan() const noexcept { return state_->plan; }
 runtime::compute_pool& model::pool() noexcept { return *state_->pool; }
 const models::model_weights& model::weights() const noexcept { return state_->weights; }

@@ -5,6 +5,7 @@
 #include "runtime/experts/read_scheduler.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace sluice::experts {
@@ -28,6 +29,7 @@ struct expert_cache_counters : read_stats {
     std::uint64_t slots = 0;           ///< slots in the pool
     std::uint64_t slot_bytes = 0;      ///< bytes of one slot
     std::uint64_t slots_filled = 0;    ///< slots holding (or being filled with) an expert now
+    std::string last_read_failure;     ///< the message of the last expert read that failed (read_failures)
 
     /// Bytes read per token (0 before the first token).
     [[nodiscard]] double bytes_per_token() const noexcept {

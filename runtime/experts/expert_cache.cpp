@@ -250,6 +250,7 @@ void expert_cache::read_done(std::int32_t s, std::uint32_t, const result<void>& 
     x.waiters.reserve(4);
     if (x.failure) {
         const auto failure = *x.failure;
+        counters_.last_read_failure = failure.message;
         pool_.unassign(s); // the next fetch of this expert reads it again
         x.state = slot_state::failed;
         for (const auto& w : waiters) {
