@@ -39,9 +39,11 @@ std::uint64_t bytes_per_token(const model& m) {
     for (const auto& l : w.layers) {
         for (const auto* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
                               &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.shexp_gate_inp,
-                              &l.shexp_gate, &l.shexp_up, &l.shexp_down}) {
+                              &l.shexp_gate, &l.shexp_up, &l.shexp_down, &l.post_attn_norm, &l.exp_probs_b,
+                              &l.wq_a, &l.q_a_norm, &l.wq_b, &l.wkv_a, &l.kv_a_norm}) {
             n += v->n_expert ? 0 : bytes_of(*v);
         }
+        n += hp.n_head * (bytes_of(l.wk_b) + bytes_of(l.wv_b)); // MLA's 3-D decompressions: one slab per head
         if (hp.is_moe()) {
             n +=
                 hp.n_expert_used * (l.gate_exps.expert_stride + l.up_exps.expert_stride + l.down_exps.expert_stride);

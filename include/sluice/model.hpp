@@ -26,7 +26,8 @@ class tokenizer;
 }
 namespace chat {
 struct template_source;
-}
+class jinja_template;
+} // namespace chat
 namespace experts {
 class expert_source;
 struct expert_cache_counters;
@@ -72,6 +73,9 @@ public:
     [[nodiscard]] const tokenizer::tokenizer& vocab() const noexcept;
     /// The model's chat template, when the file carries one.
     [[nodiscard]] const std::optional<chat::template_source>& chat_template() const noexcept;
+    /// The chat template parsed once at load under options().template_limits (renders share it: rendering
+    /// is const and thread-safe), or the parse error each chat request reports; null without a template.
+    [[nodiscard]] const result<chat::jinja_template>* parsed_chat_template() const noexcept;
     /// How the model is held in memory: resident, or with routed experts streamed through a cache.
     [[nodiscard]] const memory_plan& plan() const noexcept;
     /// The expert cache's counters; all zero (no slots) when the model is fully resident.

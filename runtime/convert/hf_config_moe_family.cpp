@@ -241,6 +241,44 @@ result<void> read_packed_int(const fields& q, hf_model_config& cfg) {
     return {};
 }
 
+/// What the family's fields mean in model_hparams (written as GGUF keys by write_hparams): YaRN's range and
+/// factors, MLA's ranks, the routing, and GLM's NextN layers (DeepSeek's are dropped, as llama.cpp's converter does).
+void apply_family(const hf_moe_family& fam, hf_family family, models::model_hparams& hp) {
+    if (fam.yarn) {
+        const auto& y = *fam.yarn;
+        hp.rope.ext_factor = 1.0f;
+        hp.rope.n_ctx_orig = y.original_context;
+        hp.rope.beta_fast = y.beta_fast;
+        hp.rope.beta_slow = y.beta_slow;
+        hp.rope.yarn_truncate = y.truncate;
+        // transformers' attention factor: given, or mscale / mscale_all_dim when both are set, else get_mscale(f).
+        // deepseek2 files keep the rotation's factor at 1 unless rope.scaling.yarn_attn_factor says otherwise, and
+        // write_hparams omits that key at the default get_mscale(f): so a ratio of 1 is written as the default.
+        const float fallback = kernels::yarn_mscale(y.factor);
+        float factor = y.attention_factor.value_or(fallback);
+        if (!y.attention_factor && y.mscale != 0.0f && y.mscale_all_dim != 0.0f) {
+            factor = kernels::yarn_mscale(y.factor, y.mscale) / kernels::yarn_mscale(y.factor, y.mscale_all_dim);
+        }
+        hp.rope.attn_factor = family == hf_family::deepseek2 && factor == 1.0f ? fallback : factor;
+        hp.mla.yarn_log_multiplier = 0.1f * y.mscale_all_dim;
+    }
+    if (family == hf_family::deepseek2) {
+        hp.mla.q_lora_rank = fam.q_lora_rank;
+        hp.mla.kv_lora_rank = fam.kv_lora_rank;
+        hp.mla.nope_dim = fam.qk_nope_head_dim;
+        hp.mla.v_dim = fam.v_head_dim;
+    } else {
+        hp.hybrid.nextn_layers = fam.nextn_layers;
+    }
+    auto& r = hp.routing;
+    r.scoring = fam.sigmoid_scores ? kernels::router_scoring::sigmoid : kernels::router_scoring::softmax;
+    r.n_groups = fam.n_groups;
+    r.groups_used = fam.groups_used;
+    r.weights_scale = fam.routed_scale;
+    r.leading_dense = fam.leading_dense;
+    r.shared_count = fam.n_shared_experts;
+}
+
 } // namespace
 
 result<void> read_moe_family(const fields& f, hf_model_config& cfg) {
@@ -255,6 +293,7 @@ result<void> read_moe_family(const fields& f, hf_model_config& cfg) {
     if (auto r = read_routing(f, cfg, cfg.hp, fam); !r) {
         return r;
     }
+    apply_family(fam, cfg.family, cfg.hp);
     cfg.moe_family = fam;
     return {};
 }

@@ -25,6 +25,7 @@ enum class target_kind {
     dense_gate_up, ///< gate_up_proj [E, n_embd, 2*ff]: transposed, interleaved columns
     dense_down,    ///< down_proj [E, ff, n_embd]: transposed
     gate_up_bias,  ///< gate_up_proj_bias [E, 2*ff]: interleaved
+    kv_b_split,    ///< DeepSeek's kv_b_proj [H*(nope+v), r]: attn_k_b (per head transposed) and attn_v_b
 };
 
 struct hf_target {
@@ -62,6 +63,45 @@ std::optional<hf_target> map_gpt_oss_name(std::uint32_t layer, std::string_view 
     for (const auto& e : table) {
         if (rest == e.hf) {
             return hf_target{e.kind, models::tensor_name(e.gguf, layer, e.suffix), 0};
+        }
+    }
+    return std::nullopt;
+}
+
+/// DeepSeek-V3 / Kimi-K2 and GLM-4.5's own names: MLA projections, the selection bias, shared experts (one fused
+/// entry), GLM's FFN norm and its NextN tensors.
+std::optional<hf_target> map_moe_family_name(std::uint32_t layer, std::string_view rest, hf_family family) {
+    struct entry {
+        std::string_view hf;
+        tensor_kind gguf;
+        tensor_suffix suffix = tensor_suffix::weight;
+    };
+    static constexpr entry table[] = {
+        {"self_attn.q_a_proj.weight", tensor_kind::attn_q_a},
+        {"self_attn.q_a_layernorm.weight", tensor_kind::attn_q_a_norm},
+        {"self_attn.q_b_proj.weight", tensor_kind::attn_q_b},
+        {"self_attn.kv_a_proj_with_mqa.weight", tensor_kind::attn_kv_a_mqa},
+        {"self_attn.kv_a_layernorm.weight", tensor_kind::attn_kv_a_norm},
+        {"mlp.gate.e_score_correction_bias", tensor_kind::exp_probs_b, tensor_suffix::bias},
+        {"mlp.shared_experts.gate_proj.weight", tensor_kind::ffn_gate_shexp},
+        {"mlp.shared_experts.up_proj.weight", tensor_kind::ffn_up_shexp},
+        {"mlp.shared_experts.down_proj.weight", tensor_kind::ffn_down_shexp},
+        {"eh_proj.weight", tensor_kind::nextn_eh_proj},
+        {"enorm.weight", tensor_kind::nextn_enorm},
+        {"hnorm.weight", tensor_kind::nextn_hnorm},
+        {"shared_head.norm.weight", tensor_kind::nextn_shared_head_norm},
+        {"shared_head.head.weight", tensor_kind::nextn_shared_head_head},
+        {"embed_tokens.weight", tensor_kind::nextn_embed_tokens},
+    };
+    if (rest == "self_attn.kv_b_proj.weight") {
+        return hf_target{target_kind::kv_b_split, models::tensor_name(tensor_kind::attn_k_b, layer), 0};
+    }
+    if (family == hf_family::glm4moe && rest == "post_attention_layernorm.weight") {
+        return hf_target{target_kind::whole, models::tensor_name(tensor_kind::attn_post_norm, layer), 0};
+    }
+    for (const auto& e : table) {
+        if (rest == e.hf) {
+            return hf_target{target_kind::whole, models::tensor_name(e.gguf, layer, e.suffix), 0};
         }
     }
     return std::nullopt;
@@ -134,6 +174,11 @@ std::optional<std::uint32_t> take_index(std::string_view& s) {
 std::optional<hf_target> map_layer_name(std::uint32_t layer, std::string_view rest, hf_family family) {
     if (family == hf_family::gpt_oss) {
         if (auto t = map_gpt_oss_name(layer, rest)) {
+            return t;
+        }
+    }
+    if (family == hf_family::deepseek2 || family == hf_family::glm4moe) {
+        if (auto t = map_moe_family_name(layer, rest, family)) {
             return t;
         }
     }
@@ -241,8 +286,18 @@ public:
             }
             target = map_hybrid_name(*name);
             target = target ? target : map_name(*name, cfg_.family);
+        } else if (!cfg_.tensor_prefix.empty()) {
+            // Kimi-K2.5: the language model's tensors under the prefix; the vision tower and projector are not
+            // part of the GGUF language model.
+            if (!std::string_view(t.name).starts_with(cfg_.tensor_prefix)) {
+                return {};
+            }
+            target = map_name(std::string_view(t.name).substr(cfg_.tensor_prefix.size()), cfg_.family);
         } else {
             target = map_name(t.name, cfg_.family);
+        }
+        if (target && cfg_.family == hf_family::deepseek2 && past_main_stack(target->gguf)) {
+            return {}; // DeepSeek's NextN layers: llama.cpp's deepseek2 files leave them out
         }
         if (!target) {
             return make_error(std::errc::not_supported,
@@ -277,6 +332,8 @@ public:
             return add_gathered(t, it->second, target->kind);
         case target_kind::fused_qkvz:
             return add_qkvz(t, it->second);
+        case target_kind::kv_b_split:
+            return add_kv_b(t, it->second);
         case target_kind::ignore:
             break;
         }
@@ -488,6 +545,38 @@ private:
                 const std::uint64_t width = t.shape[2];
                 targets[i]->gathers.push_back({&t, e * ne[0], ne[0], ne[1], i, paired ? 2u : 1u, width});
             }
+        }
+        return {};
+    }
+
+    /// Whether a GGUF name is in a block past the main stack.
+    bool past_main_stack(const std::string& gguf) const {
+        const auto parsed = models::parse_tensor_name(gguf);
+        return parsed && parsed->layer && *parsed->layer >= cfg_.hp.n_layer;
+    }
+
+    /// DeepSeek's kv_b_proj [H * (nope + v), r], per head nope key rows then v value rows of the latent: attn_k_b
+    /// {nope, r, H} holds each head's key rows transposed (r rows of nope values, gathered), attn_v_b {r, v, H} its
+    /// value rows as they are.
+    result<void> add_kv_b(const st_tensor& t, slot& k_b) {
+        const auto parsed = models::parse_tensor_name(k_b.spec->name);
+        slot& v_b = slots_.at(models::tensor_name(tensor_kind::attn_v_b, parsed ? *parsed->layer : 0));
+        const std::uint64_t nope = k_b.spec->ne[0], rank = k_b.spec->ne[1], heads = k_b.spec->ne[2];
+        const std::uint64_t v = v_b.spec->ne[1];
+        const std::vector<std::uint64_t> want{heads * (nope + v), rank};
+        if (t.shape != want) {
+            return wrong_shape(t, k_b.spec->name + " + " + v_b.spec->name, want);
+        }
+        if (auto r = claim(t, k_b); !r) {
+            return r;
+        }
+        if (auto r = claim(t, v_b); !r) {
+            return r;
+        }
+        for (std::uint64_t h = 0; h < heads; ++h) {
+            // Output row i (a latent index), element j (a key dimension) = kv_b[h (nope + v) + j][i].
+            k_b.gathers.push_back({&t, h * (nope + v), nope, rank, 0, 1, rank});
+            v_b.runs.push_back({&t, h * (nope + v) + nope, v});
         }
         return {};
     }

@@ -11,6 +11,9 @@
 //             at the widest prepared row of any weight type in the file (never below F32);
 //     n_vocab x 24 bytes: the logits and the sampler's candidates, scratch and penalty tables;
 //   per compute thread: the attention's score and value rows, (n_ctx + head_dim_v) floats;
+//   MLA (deepseek2): its query, latent, per-head query, decompressed key/value and output rows per token, and per
+//             thread the kernels' latent rows of a batch, one head's decompression matrices and the scores of every
+//             head over the context;
 //   fixed: 64 MiB (allocator slack, thread stacks, io rings, the server) + n_vocab x 128 bytes of tokenizer tables.
 #include "runtime/engine/memory_plan.hpp"
 
@@ -153,12 +156,19 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
         floats += b * k * hp.n_embd + b * hp.n_expert + 4 * b * k;
     }
     floats += 2 * b * hp.n_ff_shexp;
+    std::uint64_t mla_thread = 0;
+    if (const auto& m = hp.mla; m.enabled()) { // forward_scratch::mla_step, and the MLA kernels' rows per thread
+        const std::uint64_t h = hp.n_head, rope = hp.rope.n_rot;
+        floats += b * (m.q_lora_rank + m.kv_lora_rank + rope + h * (m.nope_dim + rope + m.nope_dim + 2 * m.v_dim));
+        mla_thread = (b * m.kv_lora_rank + std::uint64_t{m.nope_dim + m.v_dim} * m.kv_lora_rank +
+                      h * std::uint64_t{in.n_ctx}) * sizeof(float);
+    }
     const std::uint64_t hidden = std::max({std::uint64_t{hp.n_head} * hp.head_dim_v, std::uint64_t{hp.n_ff}, ff});
     std::uint64_t act = 4 * widest_prepared_row(files, hp.n_embd) * b;
     act += widest_prepared_row(files, hidden) * b * k;
     act += widest_prepared_row(files, hp.n_ff_shexp) * b;
     const std::uint64_t per_seq = floats * sizeof(float) + act + std::uint64_t{hp.n_vocab} * vocab_bytes_per_sequence;
-    const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float);
+    const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float) + mla_thread;
     return per_seq * in.n_seq + per_thread * std::max<std::size_t>(in.n_threads, 1) + fixed_overhead +
            std::uint64_t{hp.n_vocab} * tokenizer_bytes_per_token;
 }

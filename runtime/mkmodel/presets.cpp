@@ -145,6 +145,101 @@ void add_hybrid_presets(std::vector<model_preset>& out) {
     }
 }
 
+/// MLA sizes of a deepseek2 preset (config.json: q_lora_rank, kv_lora_rank, qk_nope/rope_head_dim, v_head_dim).
+struct mla_geometry {
+    std::uint32_t q_rank, kv_rank, nope, rope, v;
+};
+
+/// Routing and layout of a deepseek2 / glm4moe preset (n_group, topk_group, routed_scaling_factor,
+/// first_k_dense_replace, n_shared_experts) and YaRN (factor over original_max_position_embeddings; 0: none).
+struct routing_geometry {
+    std::uint32_t groups, groups_used;
+    float scale;
+    std::uint32_t leading_dense, shared;
+    float yarn_factor;
+    std::uint32_t yarn_original;
+};
+
+models::model_hparams with_routing(models::model_hparams hp, const routing_geometry& r) {
+    hp.routing.scoring = kernels::router_scoring::sigmoid;
+    hp.routing.n_groups = r.groups;
+    hp.routing.groups_used = r.groups_used;
+    hp.routing.weights_scale = r.scale;
+    hp.routing.leading_dense = r.leading_dense;
+    hp.routing.shared_count = r.shared;
+    hp.n_ff_shexp = hp.n_ff_exp * r.shared;
+    hp.shared_expert = true;
+    hp.expert_weights_norm = true;
+    if (r.yarn_factor > 1.0f) { // DeepSeek's YaRN: betas 32 and 1, mscale = mscale_all_dim = 1
+        hp.rope.ext_factor = 1.0f;
+        hp.rope.freq_scale = 1.0f / r.yarn_factor;
+        hp.rope.n_ctx_orig = r.yarn_original;
+        hp.rope.attn_factor = kernels::yarn_mscale(r.yarn_factor);
+        hp.mla.yarn_log_multiplier = 0.1f;
+    }
+    return hp;
+}
+
+models::model_hparams make_mla_hparams(const geometry& g, const mla_geometry& m, const routing_geometry& r) {
+    auto hp = with_routing(make_hparams(g), r);
+    hp.n_head_kv = 1;
+    hp.head_dim = m.kv_rank + m.rope;
+    hp.head_dim_v = m.kv_rank;
+    hp.rope.n_rot = m.rope;
+    hp.mla.q_lora_rank = m.q_rank;
+    hp.mla.kv_lora_rank = m.kv_rank;
+    hp.mla.nope_dim = m.nope;
+    hp.mla.v_dim = m.v;
+    return hp;
+}
+
+/// DeepSeek-V3 / Kimi-K2 (deepseek2: MLA, Q8_0 since attn_k_b's 128-value rows do not fit K-quant super-blocks) and
+/// GLM-4.5 / 4.6 / 4.5-Air (glm4moe, half-rotary heads of 128, one NextN layer; no q/k norms, which llama.cpp's
+/// files have only for use_qk_norm).
+void add_moe_family_presets(std::vector<model_preset>& out) {
+    struct row {
+        const char* name;
+        const char* description;
+        geometry g;
+        mla_geometry m; ///< all 0 for glm4moe
+        routing_geometry r;
+        quant_type type;
+    };
+    // clang-format off
+    const row rows[] = {
+        {"deepseek-v3", "DeepSeek-V3/R1: 61 layers (3 dense), MLA, 256 experts (8 used, 4 of 8 groups) + shared",
+         {"deepseek2", 61, 7168, 128, 1, 0, 18432, 256, 8, 2048, 0, 129280, 163840, 10000.0f, 1e-6f},
+         {1536, 512, 128, 64, 128}, {8, 4, 2.5f, 3, 1, 40.0f, 4096}, quant_type::q8_0},
+        {"kimi-k2", "Kimi-K2: 61 layers (1 dense), MLA with 64 heads, 384 experts (8 used) + shared",
+         {"deepseek2", 61, 7168, 64, 1, 0, 18432, 384, 8, 2048, 0, 163840, 131072, 50000.0f, 1e-6f},
+         {1536, 512, 128, 64, 128}, {1, 1, 2.827f, 1, 1, 32.0f, 4096}, quant_type::q8_0},
+        {"tiny-deepseek2", "test model: deepseek2, 3 layers (1 dense), MLA, 8 experts (2 used, 2 of 4 groups) + shared",
+         {"deepseek2", 3, 256, 4, 1, 0, 512, 8, 2, 256, 0, 1024, 4096, 10000.0f, 1e-6f},
+         {256, 256, 64, 64, 64}, {4, 2, 2.5f, 1, 1, 4.0f, 1024}, quant_type::q8_0},
+        {"glm-4.5", "GLM-4.5: 92 layers (3 dense) + NextN, 160 experts (8 used) + shared",
+         {"glm4moe", 92, 5120, 96, 8, 128, 12288, 160, 8, 1536, 0, 151552, 131072, 1e6f, 1e-5f},
+         {}, {1, 1, 2.5f, 3, 1, 0.0f, 0}, quant_type::q4_k},
+        {"glm-4.6", "GLM-4.6: 92 layers (3 dense) + NextN, 160 experts (8 used) + shared, 200K context",
+         {"glm4moe", 92, 5120, 96, 8, 128, 12288, 160, 8, 1536, 0, 151552, 202752, 1e6f, 1e-5f},
+         {}, {1, 1, 2.5f, 3, 1, 0.0f, 0}, quant_type::q4_k},
+        {"glm-4.5-air", "GLM-4.5-Air: 46 layers (1 dense) + NextN, 128 experts (8 used) + shared",
+         {"glm4moe", 46, 4096, 96, 8, 128, 10944, 128, 8, 1408, 0, 151552, 131072, 1e6f, 1e-5f},
+         {}, {1, 1, 1.0f, 1, 1, 0.0f, 0}, quant_type::q8_0},
+        {"tiny-glm4moe", "test model: glm4moe, 3 layers (1 dense) + NextN, 8 experts (2 used) + shared",
+         {"glm4moe", 3, 256, 4, 2, 64, 512, 8, 2, 256, 0, 1024, 4096, 1e6f, 1e-5f},
+         {}, {1, 1, 2.5f, 1, 1, 0.0f, 0}, quant_type::q4_k},
+    };
+    // clang-format on
+    for (const row& r : rows) {
+        auto hp = r.m.kv_rank ? make_mla_hparams(r.g, r.m, r.r) : with_routing(make_hparams(r.g), r.r);
+        if (!r.m.kv_rank) {
+            hp.rope.n_rot = r.g.head_dim / 2; // partial_rotary_factor 0.5
+            hp.hybrid.nextn_layers = 1;
+        }
+        out.push_back({r.name, r.description, hp, r.type, false});
+    }
+}
+
 std::vector<model_preset> build_presets() {
     struct row {
         const char* name;
@@ -195,6 +290,7 @@ std::vector<model_preset> build_presets() {
     }
     add_gpt_oss_presets(out);
     add_hybrid_presets(out);
+    add_moe_family_presets(out);
     return out;
 }
 

@@ -9,10 +9,10 @@
 namespace sluice::models {
 
 std::span<const architecture* const> supported_architectures() {
-    static const std::array<const architecture*, 10> all{
+    static const std::array<const architecture*, 12> all{
         &llama_architecture(),    &qwen2_architecture(),    &qwen3_architecture(),   &qwen2moe_architecture(),
         &qwen3moe_architecture(), &olmoe_architecture(),    &gpt_oss_architecture(), &qwen35moe_architecture(),
-        &qwen35_architecture(),   &qwen3next_architecture()};
+        &qwen35_architecture(),   &qwen3next_architecture(), &deepseek2_architecture(), &glm4moe_architecture()};
     return all;
 }
 

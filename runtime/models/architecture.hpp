@@ -59,5 +59,7 @@ const architecture& gpt_oss_architecture();
 const architecture& qwen35moe_architecture();
 const architecture& qwen35_architecture();
 const architecture& qwen3next_architecture();
+const architecture& deepseek2_architecture();
+const architecture& glm4moe_architecture();
 
 } // namespace sluice::models

@@ -38,7 +38,7 @@ void finish_qkv(const layer_context& ctx, const layer_weights& l, std::uint32_t 
             v[j] += l.bv.f32()[j];
         }
     }
-    if (hp.qk_norm == qk_norm_kind::per_head) {
+    if (hp.qk_norm == qk_norm_kind::per_head && l.q_norm) { // optional in glm4moe
         for (std::size_t h = 0; h < hp.n_head; ++h) {
             kernels::rms_norm(q + h * hp.head_dim, l.q_norm.f32(), q + h * hp.head_dim, hp.head_dim, hp.rms_eps);
         }

@@ -64,6 +64,16 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         hybrid.qg.resize(b * 2 * hp.q_dim());
         hybrid.gate.resize(b * hp.q_dim());
     }
+    if (hp.mla.enabled()) {
+        const auto& m = hp.mla;
+        const std::size_t heads = hp.n_head;
+        mla.q_a.resize(b * m.q_lora_rank);
+        mla.kv_a.resize(b * (m.kv_lora_rank + hp.rope.n_rot));
+        mla.q.resize(b * heads * (m.nope_dim + hp.rope.n_rot));
+        mla.k_nope.resize(b * heads * m.nope_dim);
+        mla.v.resize(b * heads * m.v_dim);
+        mla.out.resize(b * heads * m.v_dim);
+    }
 }
 
 void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) {
@@ -73,7 +83,7 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
         for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router,
                               &l.gate_exps, &l.up_exps, &l.down_exps, &l.shexp_gate, &l.shexp_up, &l.shexp_down,
                               &l.hybrid.qkv, &l.hybrid.gate, &l.hybrid.alpha, &l.hybrid.beta, &l.hybrid.ba,
-                              &l.hybrid.out}) {
+                              &l.hybrid.out, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wk_b, &l.wv_b}) {
             if (*v && std::find(types.begin(), types.end(), v->type) == types.end()) {
                 types.push_back(v->type);
             }
@@ -93,12 +103,17 @@ void forward_scratch::size_for(const model_hparams& hp, const model_weights& w) 
         p.by_type.assign(types, std::vector<std::byte>(bytes));
     };
     size_slots(block_in, 4, widest(hp.n_embd) * b);
-    const std::size_t hidden = std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff},
-                                         std::size_t{hp.n_ff_exp}, std::size_t{hp.hybrid.inner_size}});
+    const std::size_t hidden =
+        std::max({std::size_t{hp.n_head} * hp.head_dim_v, std::size_t{hp.n_ff}, std::size_t{hp.n_ff_exp},
+                  std::size_t{hp.hybrid.inner_size}, std::size_t{hp.mla.q_lora_rank},
+                  std::size_t{hp.n_head} * hp.mla.v_dim});
     size_slots(wide_in, 1, widest(hidden) * b * top_k);
     size_slots(shared_in, 1, widest(std::max<std::size_t>(hp.n_ff_shexp, 1)) * b);
     if (hp.is_moe()) {
         size_slots(prediction_in, 1, widest(hp.n_embd) * b); // the next layer's router input
+    }
+    if (hp.mla.enabled()) {
+        size_slots(mla_head_in, 1, widest(std::max(hp.mla.nope_dim, hp.mla.kv_lora_rank)) * hp.n_head);
     }
 }
 

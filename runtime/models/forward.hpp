@@ -109,6 +109,19 @@ struct forward_scratch {
         std::vector<float> gate;  ///< its gate [batch][q_dim]
     } hybrid;
 
+    /// Multi-head latent attention's layer buffers (deepseek2; empty for other models). The absorbed form's queries
+    /// go into `q` ([batch][n_head][kv_lora_rank + rope dims]: head_dim is that in MLA's GGUF view) and its latent
+    /// outputs into `attn` ([batch][n_head][kv_lora_rank]).
+    struct mla_step {
+        std::vector<float> q_a;    ///< low-rank query [batch][q_lora_rank]
+        std::vector<float> kv_a;   ///< latent and rotary key [batch][kv_lora_rank + rope dims]
+        std::vector<float> q;      ///< per-head queries [batch][n_head][nope + rope dims]
+        std::vector<float> k_nope; ///< plain form: decompressed keys [batch positions][n_head][nope dims]
+        std::vector<float> v;      ///< plain form: decompressed values [batch positions][n_head][v dims]
+        std::vector<float> out;    ///< attention output [batch][n_head * v dims]
+    } mla;
+    prepared_slots mla_head_in; ///< MLA: one row per head of the token in progress (its nope query or latent output)
+
     /// Sizes the prepared-activation buffers for every weight type `w` uses and the expert handles, so
     /// compute threads never allocate.
     void size_for(const model_hparams& hp, const model_weights& w);

@@ -2,6 +2,7 @@
 #include "runtime/models/hparams.hpp"
 
 #include "runtime/models/hybrid_hparams.hpp"
+#include "runtime/models/moe_family_hparams.hpp"
 
 #include <cmath>
 #include <string>
@@ -218,7 +219,7 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
         kv.set_u32(key(a, "expert_used_count"), hp.n_expert_used);
         kv.set_u32(key(a, "expert_feed_forward_length"), hp.n_ff_exp);
     }
-    if (hp.n_ff_shexp) {
+    if (hp.n_ff_shexp && hp.routing.shared_count == 0) { // deepseek2 and glm4moe count shared experts instead
         kv.set_u32(key(a, "expert_shared_feed_forward_length"), hp.n_ff_shexp);
     }
     if (hp.gpt_oss.sliding_window) {
@@ -226,6 +227,9 @@ void write_hparams(const model_hparams& hp, gguf::metadata& kv) {
     }
     if (hp.hybrid.enabled()) {
         write_hybrid_hparams(hp, kv);
+    }
+    if (hp.arch == "deepseek2" || hp.arch == "glm4moe") {
+        write_moe_family_hparams(hp, kv);
     }
 }
 
@@ -245,7 +249,7 @@ result<void> check_hparams(const model_hparams& hp) {
     if (hp.head_dim == 0 || hp.head_dim % 2 != 0 || hp.head_dim_v == 0) {
         return bad("attention.key_length", "must be a positive even number");
     }
-    if (hp.head_dim_v != hp.head_dim) {
+    if (hp.head_dim_v != hp.head_dim && !hp.mla.enabled()) { // MLA's view: a latent key, its first r values
         return bad("attention.value_length", "must equal attention.key_length (" + std::to_string(hp.head_dim) + ")");
     }
     if (hp.rope.n_rot > hp.head_dim || hp.rope.n_rot % 2 != 0) {

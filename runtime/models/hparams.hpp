@@ -62,6 +62,33 @@ struct hybrid_hparams {
     }
 };
 
+/// Multi-head latent attention (deepseek2: DeepSeek-V2/V3/R1, Kimi-K2; runtime/models/deepseek2.cpp). The GGUF view
+/// is one KV head whose key is the latent plus the rotary key: attention.key_length = kv_lora_rank + rope dims,
+/// attention.value_length = kv_lora_rank; the per-head sizes are key_length_mla / value_length_mla. Empty
+/// (kv_lora_rank 0) for every other model.
+struct mla_hparams {
+    std::uint32_t q_lora_rank = 0;  ///< attention.q_lora_rank (0: a plain attn_q, DeepSeek-V2-Lite)
+    std::uint32_t kv_lora_rank = 0; ///< attention.kv_lora_rank: r, the latent cached per position
+    std::uint32_t nope_dim = 0;     ///< attention.key_length_mla - rope.dimension_count: a head's non-rotary key
+    std::uint32_t v_dim = 0;        ///< attention.value_length_mla: a head's value
+    float yarn_log_multiplier = 0.0f; ///< rope.scaling.yarn_log_multiplier: 0.1 * transformers' mscale_all_dim
+    float softmax_mscale = 1.0f;      ///< YaRN: 1 + yarn_log_multiplier * ln(factor), squared into the softmax scale
+
+    [[nodiscard]] bool enabled() const noexcept { return kv_lora_rank != 0; }
+};
+
+/// Expert routing beyond the plain softmax top-k, and the FFN layout around it (deepseek2, glm4moe): sigmoid
+/// scores with a selection bias (tensor exp_probs_b), grouped choice, a scale on the weights, leading dense layers,
+/// shared experts added unweighted. Defaults are every other MoE's.
+struct routing_hparams {
+    kernels::router_scoring scoring = kernels::router_scoring::softmax; ///< expert_gating_func (1 softmax, 2 sigmoid)
+    std::uint32_t n_groups = 1;       ///< expert_group_count
+    std::uint32_t groups_used = 1;    ///< expert_group_used_count
+    float weights_scale = 1.0f;       ///< expert_weights_scale (routed_scaling_factor)
+    std::uint32_t leading_dense = 0;  ///< leading_dense_block_count: layers with a dense FFN before the MoE ones
+    std::uint32_t shared_count = 0;   ///< expert_shared_count: shared experts fused into one of n_ff_shexp
+};
+
 /// Everything the forward pass needs to know about a model's shape. Field names follow the GGUF keys
 /// (`<arch>.embedding_length` -> n_embd). Arch hooks fill in what the keys do not say.
 struct model_hparams {
@@ -86,9 +113,13 @@ struct model_hparams {
     bool attn_bias = false;     ///< q/k/v projections carry biases (qwen2, qwen2moe)
     bool shared_expert = false; ///< a sigmoid-gated shared expert beside the routed ones (qwen2moe)
     gpt_oss_hparams gpt_oss;    ///< gpt-oss only
-    hybrid_hparams hybrid;      ///< Gated DeltaNet hybrids only
+    hybrid_hparams hybrid;      ///< Gated DeltaNet hybrids only (its nextn_layers also counts glm4moe's MTP blocks)
+    mla_hparams mla;            ///< deepseek2 only
+    routing_hparams routing;    ///< deepseek2 and glm4moe (defaults elsewhere)
 
     [[nodiscard]] bool is_moe() const noexcept { return n_expert > 0; }
+    /// Whether layer `il` routes to experts (a MoE model past its leading dense layers).
+    [[nodiscard]] bool moe_layer(std::uint32_t il) const noexcept { return is_moe() && il >= routing.leading_dense; }
     [[nodiscard]] std::uint32_t q_dim() const noexcept { return n_head * head_dim; }
     [[nodiscard]] std::uint32_t kv_dim() const noexcept { return n_head_kv * head_dim; }
     [[nodiscard]] std::uint32_t v_dim() const noexcept { return n_head_kv * head_dim_v; }

@@ -61,8 +61,13 @@ void choose_experts(layer_context& ctx, std::uint32_t il, const detail::prepared
     m.sync();
     matmul_share(l.router, in, ctx.n_tokens, out.logits, hp.n_expert, m.index, m.count);
     m.sync();
-    const auto scoring =
-        hp.gpt_oss.softmax_of_chosen ? kernels::router_scoring::softmax_of_chosen : kernels::router_scoring::softmax;
+    kernels::route_params route;
+    route.scoring = hp.gpt_oss.softmax_of_chosen ? kernels::router_scoring::softmax_of_chosen : hp.routing.scoring;
+    route.selection_bias = l.exp_probs_b ? l.exp_probs_b.f32() : nullptr;
+    route.renormalize = hp.expert_weights_norm;
+    route.n_groups = hp.routing.n_groups;
+    route.groups_used = hp.routing.groups_used;
+    route.scale = hp.routing.weights_scale;
     for (std::size_t i = tok.begin; i < tok.end; ++i) {
         float* logits = out.logits + i * hp.n_expert;
         if (l.router_bias) {
@@ -70,8 +75,7 @@ void choose_experts(layer_context& ctx, std::uint32_t il, const detail::prepared
                 logits[e] += l.router_bias.f32()[e];
             }
         }
-        kernels::route_top_k(logits, hp.n_expert, k, scoring, nullptr, hp.expert_weights_norm, out.ids + i * k,
-                             out.weights + i * k);
+        kernels::route_top_k(logits, hp.n_expert, k, route, out.ids + i * k, out.weights + i * k);
     }
     m.sync(); // every token's choice is written before anyone reads them all
 }
@@ -306,11 +310,14 @@ void combine(layer_context& ctx, std::uint32_t il, const team_member& m) {
             }
         }
         if (hp.shared_expert) {
-            float g = 0.0f;
-            for (std::size_t c = 0; c < n_embd; ++c) {
-                g += s.xn[i * n_embd + c] * l.shexp_gate_inp.f32()[c];
+            float g = 1.0f; // ungated (deepseek2, glm4moe) unless the model has the sigmoid gate
+            if (l.shexp_gate_inp) {
+                g = 0.0f;
+                for (std::size_t c = 0; c < n_embd; ++c) {
+                    g += s.xn[i * n_embd + c] * l.shexp_gate_inp.f32()[c];
+                }
+                g = 1.0f / (1.0f + std::exp(-g));
             }
-            g = 1.0f / (1.0f + std::exp(-g));
             for (std::size_t c = 0; c < n_embd; ++c) {
                 x[c] += g * s.tmp[i * n_embd + c];
             }

@@ -56,6 +56,14 @@ constexpr std::array<name_row, static_cast<std::size_t>(tensor_kind::count)> nam
     {tensor_kind::nextn_shared_head_norm, "nextn.shared_head_norm", true},
     {tensor_kind::nextn_embed_tokens, "nextn.embed_tokens", true},
     {tensor_kind::nextn_shared_head_head, "nextn.shared_head_head", true},
+    {tensor_kind::attn_q_a, "attn_q_a", true},
+    {tensor_kind::attn_q_a_norm, "attn_q_a_norm", true},
+    {tensor_kind::attn_q_b, "attn_q_b", true},
+    {tensor_kind::attn_kv_a_mqa, "attn_kv_a_mqa", true},
+    {tensor_kind::attn_kv_a_norm, "attn_kv_a_norm", true},
+    {tensor_kind::attn_k_b, "attn_k_b", true},
+    {tensor_kind::attn_v_b, "attn_v_b", true},
+    {tensor_kind::exp_probs_b, "exp_probs_b", true},
 }};
 
 constexpr bool rows_in_order() {

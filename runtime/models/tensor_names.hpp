@@ -59,6 +59,15 @@ enum class tensor_kind : std::uint8_t {
     nextn_shared_head_norm,
     nextn_embed_tokens,
     nextn_shared_head_head,
+    // DeepSeek-V3 / Kimi-K2 multi-head latent attention (deepseek2) and sigmoid routing (deepseek2, glm4moe)
+    attn_q_a,      ///< low-rank query down-projection
+    attn_q_a_norm, ///< its RMSNorm
+    attn_q_b,      ///< query up-projection: per head the non-rotary then the rotary part
+    attn_kv_a_mqa, ///< latent and rotary key: kv_lora_rank + rope dims rows
+    attn_kv_a_norm,
+    attn_k_b,    ///< key decompression, per head kv_lora_rank rows of nope dims (3-D)
+    attn_v_b,    ///< value decompression, per head v dims rows of kv_lora_rank (3-D)
+    exp_probs_b, ///< ".bias": the experts' selection bias (e_score_correction_bias)
     count
 };
 

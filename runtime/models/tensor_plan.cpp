@@ -54,6 +54,23 @@ void add_shared_expert_tensors(const model_hparams& hp, std::uint32_t il, std::v
     out.push_back({tensor_name(tensor_kind::ffn_down_shexp, il), {hp.n_ff_shexp, hp.n_embd}, tensor_role::matrix});
 }
 
+void add_routed_ffn_tensors(const model_hparams& hp, std::uint32_t il, std::vector<tensor_spec>& out) {
+    if (!hp.moe_layer(il)) {
+        add_dense_ffn_tensors(hp, il, out);
+        return;
+    }
+    add_moe_tensors(hp, il, out);
+    if (hp.routing.scoring == kernels::router_scoring::sigmoid) {
+        out.push_back({tensor_name(tensor_kind::exp_probs_b, il, tensor_suffix::bias), {hp.n_expert},
+                       tensor_role::vector});
+    }
+    if (hp.routing.shared_count > 0) {
+        out.push_back({tensor_name(tensor_kind::ffn_gate_shexp, il), {hp.n_embd, hp.n_ff_shexp}, tensor_role::matrix});
+        out.push_back({tensor_name(tensor_kind::ffn_up_shexp, il), {hp.n_embd, hp.n_ff_shexp}, tensor_role::matrix});
+        out.push_back({tensor_name(tensor_kind::ffn_down_shexp, il), {hp.n_ff_shexp, hp.n_embd}, tensor_role::matrix});
+    }
+}
+
 std::vector<tensor_spec> decoder_tensors(const model_hparams& hp) {
     std::vector<tensor_spec> out;
     add_global_tensors(hp, out);

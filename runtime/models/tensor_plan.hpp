@@ -34,6 +34,10 @@ void add_attention_tensors(const model_hparams& hp, std::uint32_t layer, std::ve
 void add_dense_ffn_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
 void add_moe_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
 void add_shared_expert_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
+/// The FFN of layer `il` of a deepseek2 / glm4moe model: a dense SwiGLU FFN for the leading dense layers, else the
+/// router, its selection bias (exp_probs_b, with sigmoid scores), the routed experts and the shared experts fused
+/// into one (no gate). Not the norm before it, whose name differs between the two.
+void add_routed_ffn_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
 
 /// The table of a pre-norm decoder as `hp` describes it: globals, then per layer attention and either a
 /// dense FFN or routed experts (plus the shared expert when `hp.shared_expert`). The tensors hook of every

@@ -51,6 +51,14 @@ constexpr layer_field layer_fields[] = {
     {tensor_kind::attn_sinks, tensor_suffix::weight, &layer_weights::sinks},
     {tensor_kind::attn_post_norm, tensor_suffix::weight, &layer_weights::post_attn_norm},
     {tensor_kind::ffn_gate_inp, tensor_suffix::bias, &layer_weights::router_bias},
+    {tensor_kind::attn_q_a, tensor_suffix::weight, &layer_weights::wq_a},
+    {tensor_kind::attn_q_a_norm, tensor_suffix::weight, &layer_weights::q_a_norm},
+    {tensor_kind::attn_q_b, tensor_suffix::weight, &layer_weights::wq_b},
+    {tensor_kind::attn_kv_a_mqa, tensor_suffix::weight, &layer_weights::wkv_a},
+    {tensor_kind::attn_kv_a_norm, tensor_suffix::weight, &layer_weights::kv_a_norm},
+    {tensor_kind::attn_k_b, tensor_suffix::weight, &layer_weights::wk_b},
+    {tensor_kind::attn_v_b, tensor_suffix::weight, &layer_weights::wv_b},
+    {tensor_kind::exp_probs_b, tensor_suffix::bias, &layer_weights::exp_probs_b},
 };
 
 /// Which view of hybrid_layer_weights holds each hybrid tensor.

@@ -50,6 +50,8 @@ struct layer_weights {
     weight_view shexp_gate_inp, shexp_gate, shexp_up, shexp_down; ///< shared expert
     weight_view bo, sinks, post_attn_norm, router_bias; ///< gpt-oss: output bias, sinks, FFN norm, router bias
     hybrid_layer_weights hybrid;                        ///< Gated DeltaNet hybrids
+    weight_view wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b; ///< multi-head latent attention (deepseek2)
+    weight_view exp_probs_b; ///< the experts' selection bias (deepseek2, glm4moe)
 
     /// The norm before the FFN or MoE block: ffn_norm, or gpt-oss's post_attention_norm.
     [[nodiscard]] const weight_view& ffn_input_norm() const noexcept { return ffn_norm ? ffn_norm : post_attn_norm; }

@@ -161,7 +161,7 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
     const auto sampled = generate(resident, 7, 1.0f);
     ASSERT_EQ(greedy.tokens.size(), 16u) << greedy.error;
     const auto& hp = resident->hparams();
-    const std::uint64_t total = std::uint64_t{hp.n_expert} * hp.n_layer;
+    const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
     // The smallest cache (two layers' worth of chosen experts), half a layer's experts per layer, and most
     // (a slot has room to align reads, so a budget for all of them would hold the whole model).
     for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2, total * 3 / 4}) {
@@ -210,7 +210,9 @@ INSTANTIATE_TEST_SUITE_P(streaming, every_moe_arch,
                                            stream_case{"gpt-oss", quant_type::mxfp4},
                                            stream_case{"gpt-oss", quant_type::q8_0},
                                            stream_case{"qwen35moe", quant_type::q4_k},
-                                           stream_case{"qwen3next", quant_type::q8_0}),
+                                           stream_case{"qwen3next", quant_type::q8_0},
+                                           stream_case{"deepseek2", quant_type::q8_0},
+                                           stream_case{"glm4moe", quant_type::q8_0}),
                          [](const auto& info) {
                              auto name = info.param.arch + "_" + std::string(kernels::traits_of(info.param.type).name);
                              std::replace(name.begin(), name.end(), '-', '_');

@@ -13,7 +13,8 @@ namespace sluice::test {
 namespace {
 
 models::model_hparams tiny_hparams(const std::string& arch) {
-    if (arch == "qwen35moe" || arch == "qwen35" || arch == "qwen3next") { // the hybrids' own tiny presets
+    if (arch == "qwen35moe" || arch == "qwen35" || arch == "qwen3next" || arch == "deepseek2" ||
+        arch == "glm4moe") { // their own tiny presets
         auto hp = mkmodel::find_preset("tiny-" + arch)->hparams;
         hp.n_vocab = 512;
         hp.n_ctx_train = 1024;
