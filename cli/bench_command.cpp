@@ -178,7 +178,7 @@ asio::awaitable<result<std::vector<bench_result>>> run_tests(const bench_options
     co_return results;
 }
 
-json::object model_json(const model& m) {
+json::object model_json(const model& m, const std::string& routing) {
     const auto& hp = m.hparams();
     return json::object{{"path", m.path().string()},
                         {"arch", hp.arch},
@@ -189,10 +189,11 @@ json::object model_json(const model& m) {
                         {"n_expert_used", hp.n_expert_used},
                         {"weight_bytes", m.resident_bytes()},
                         {"threads", m.options().n_threads},
-                        {"routing", m.options().replay_routing.empty() ? "router" : m.options().replay_routing}};
+                        {"routing", routing.empty() ? "router" : routing}};
 }
 
-json::object results_json(const model& m, const std::vector<bench_result>& results, std::uint32_t reps) {
+json::object results_json(const model& m, const std::vector<bench_result>& results, std::uint32_t reps,
+                          const std::string& routing) {
     json::array rows;
     for (const auto& r : results) {
         rows.push_back(
@@ -204,10 +205,11 @@ json::object results_json(const model& m, const std::vector<bench_result>& resul
                           json::object{{"mean", r.mean()}, {"stddev", r.stddev()}, {"min", r.min()}, {"max", r.max()}}},
                          {"samples", json::array(r.samples.begin(), r.samples.end())}});
     }
-    return json::object{{"model", model_json(m)}, {"memory", to_json(m.plan())}, {"results", std::move(rows)}};
+    return json::object{{"model", model_json(m, routing)}, {"memory", to_json(m.plan())}, {"results", std::move(rows)}};
 }
 
-void print_table(const model& m, const std::vector<bench_result>& results, std::uint32_t reps) {
+void print_table(const model& m, const std::vector<bench_result>& results, std::uint32_t reps,
+                 const std::string& routing) {
     const auto& hp = m.hparams();
     std::printf("model    %s\n", m.path().string().c_str());
     if (hp.is_moe()) {
@@ -223,8 +225,8 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
                     static_cast<unsigned long long>(plan.cache_slots),
                     static_cast<double>(plan.slot_bytes) / 1048576.0, static_cast<double>(plan.cache_bytes) / 1048576.0);
     }
-    if (!m.options().replay_routing.empty()) {
-        std::printf("routing  replayed from %s\n", m.options().replay_routing.c_str());
+    if (!routing.empty()) {
+        std::printf("routing  replayed from %s\n", routing.c_str());
     }
     std::printf("threads  %zu\n\n", m.options().n_threads);
     std::printf("%-10s %26s %12s %12s %6s\n", "test", "tokens/s (mean ± stddev)", "min", "max", "reps");
@@ -244,15 +246,19 @@ asio::awaitable<int> run_benchmark(bench_options opts, model_options model_opts)
         co_return 1;
     }
     const auto m = std::move(*loaded);
+    if (auto r = m->set_routing({}, opts.routing); !r) {
+        std::cerr << "sluice bench: " << r.error().message << "\n";
+        co_return 1;
+    }
     auto results = co_await run_tests(opts, m);
     if (!results) {
         std::cerr << "sluice bench: " << results.error().message << "\n";
         co_return 1;
     }
     if (opts.json) {
-        std::cout << json_text(results_json(*m, *results, opts.repetitions)) << "\n";
+        std::cout << json_text(results_json(*m, *results, opts.repetitions, opts.routing)) << "\n";
     } else {
-        print_table(*m, *results, opts.repetitions);
+        print_table(*m, *results, opts.repetitions, opts.routing);
     }
     co_return 0;
 }
@@ -278,7 +284,6 @@ int run_bench(const bench_options& opts) {
     model_options model_opts;
     model_opts.n_threads = opts.threads;
     memory->apply_to(model_opts);
-    model_opts.replay_routing = opts.routing;
     asio::io_context ioc;
     int status = 1;
     asio::co_spawn(ioc, run_benchmark(opts, model_opts), [&](std::exception_ptr e, int rc) {

@@ -179,6 +179,10 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
         co_return 1;
     }
     auto m = std::move(*loaded);
+    if (auto r = m->set_routing(opts.record_routing, {}); !r) {
+        std::cerr << "sluice run: " << r.error().message << "\n";
+        co_return 1;
+    }
     warn_if_ctx_exceeds_training("run", opts.ctx, m->hparams().n_ctx_train);
     if (opts.chat && !m->chat_template()) {
         std::cerr << "sluice run: " << opts.model << ": the model has no chat template (drop --chat)\n";
@@ -245,7 +249,6 @@ int run_run(const run_options& given) {
     model_opts.template_limits = opts.template_limits;
     model_opts.special_tokens_in_content = opts.special_tokens_in_content;
     memory->apply_to(model_opts);
-    model_opts.record_routing = opts.record_routing;
 
     asio::io_context ioc;
     asio::cancellation_signal cancel;

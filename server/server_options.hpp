@@ -32,7 +32,7 @@ struct server_options {
     bool prefetch = true;                      ///< streaming: read the next layer's experts ahead
     chat::template_limits template_limits;     ///< what rendering a chat template may use per request
     bool special_tokens_in_content = false;    ///< old behaviour: control-token text in messages is parsed
-    std::string record_routing;                ///< model_options::record_routing (empty: none)
+    std::string record_routing;                ///< --record-routing: model::set_routing (empty: none)
 };
 
 /// Parses a byte size: a non-negative integer with an optional unit B, KB, MB, GB (powers of 1000) or

@@ -163,7 +163,6 @@ int main(int argc, char** argv) {
     opts.n_ctx = 512;
     opts.n_threads = *threads;
     opts.prefetch = *prefetch != 0;
-    opts.replay_routing = routing;
     if (argc > 7) {
         auto policy = experts::parse_cache_policy(argv[7]);
         if (!policy) {
@@ -181,6 +180,10 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto m = *loaded;
+    if (auto r = m->set_routing({}, routing); !r) {
+        std::fprintf(stderr, "stream_bench: %s\n", r.error().message.c_str());
+        return 1;
+    }
 
     // Sampled decode (temperature 1, fixed seed) from a short random prompt; the timed window starts after
     // `warmup` tokens. Greedy decoding of random weights falls into a loop of a few tokens whose experts stay

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 
 // Sluice's internal types the accessors below name; opaque to programs outside Sluice.
 namespace sluice {
@@ -85,7 +86,13 @@ public:
     [[nodiscard]] runtime::compute_pool& pool() noexcept;
     [[nodiscard]] const models::model_weights& weights() const noexcept;
     [[nodiscard]] experts::expert_source& experts() noexcept;
-    /// The routing recorded or replayed (options.record_routing / replay_routing); nullptr when neither.
+    /// MoE models: writes every token's routing (chosen experts, their weights, the next layer's prediction) to
+    /// `record_to`, and/or uses the recording `replay_from` instead of the router's choice (the router still runs;
+    /// the recording must have this model's layers x experts x top-k); docs/ROUTING.md. Either path may be empty.
+    /// Sessions created afterwards record or replay; call it before creating any. Errors: no routed experts, a
+    /// recording of another geometry, a file that cannot be created, read or parsed (named with the field).
+    result<void> set_routing(const std::string& record_to, const std::string& replay_from);
+    /// The routing recorded or replayed (set_routing); nullptr when neither.
     [[nodiscard]] experts::routing_log* routing() noexcept;
 
 private:

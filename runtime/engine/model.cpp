@@ -69,6 +69,22 @@ const models::model_weights& model::weights() const noexcept { return state_->we
 experts::expert_source& model::experts() noexcept { return *state_->experts; }
 experts::routing_log* model::routing() noexcept { return state_->routing.get(); }
 
+result<void> model::set_routing(const std::string& record_to, const std::string& replay_from) {
+    auto* m = state_.get();
+    if (record_to.empty() && replay_from.empty()) {
+        m->routing.reset();
+        return {};
+    }
+    auto name = m->files->kv().find_string(gguf::keys::name);
+    auto routing = experts::routing_log::open(record_to, replay_from, {m->hp.n_layer, m->hp.n_expert, m->hp.n_expert_used},
+                                              name && *name ? std::string(**name) : m->path.filename().string());
+    if (!routing) {
+        return routing.error().with_context(m->path.string());
+    }
+    m->routing = std::move(*routing);
+    return {};
+}
+
 experts::expert_cache_counters model::expert_counters() const {
     if (state_->cache == nullptr) {
         experts::expert_cache_counters none;
@@ -131,17 +147,6 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         chat::template_options topts;
         topts.limits = options.template_limits;
         m->parsed_template.emplace(chat::jinja_template::parse(m->chat_template->text, topts));
-    }
-    if (!options.record_routing.empty() || !options.replay_routing.empty()) {
-        auto name = kv.find_string(gguf::keys::name);
-        auto routing = experts::routing_log::open(
-            options.record_routing, options.replay_routing,
-            {m->hp.n_layer, m->hp.n_expert, m->hp.n_expert_used},
-            name && *name ? std::string(**name) : path.filename().string());
-        if (!routing) {
-            co_return routing.error().with_context(path.string());
-        }
-        m->routing = std::move(*routing);
     }
     auto reader = io::make_reader(co_await boost::asio::this_coro::executor, options.io);
     if (!reader) {

@@ -1,6 +1,6 @@
-// Routing recorded and replayed by the forward pass. A model loaded with `record_routing` writes, for every token
-// and layer, the experts its router chose, their weights and the next layer's prediction; one loaded with
-// `replay_routing` computes its router as usual, then uses a recording's experts, weights and predictions instead,
+// Routing recorded and replayed by the forward pass. A model given a file to record to (model::set_routing) writes,
+// for every token and layer, the experts its router chose, their weights and the next layer's prediction; one
+// given a recording computes its router as usual, then uses the recording's experts, weights and predictions instead,
 // so which experts are read and applied follows the recording on any file of the same geometry. Both at once
 // record what was replayed. The file format is in routing_trace.hpp and docs/ROUTING.md.
 #pragma once
@@ -64,7 +64,7 @@ public:
     result<void> end(routing_batch& b);
 
 private:
-    routing_log(routing_geometry g) : geometry_(g) {}
+    explicit routing_log(routing_geometry g) : geometry_(g) {}
     routing_geometry geometry_;
     std::optional<routing_trace> replay_;
     std::atomic<std::uint64_t> replayed_{0};

@@ -183,14 +183,12 @@ TEST(routing, a_replay_past_the_recordings_end_starts_over) {
     EXPECT_EQ((*replay)->replayed(), 36u);
 }
 
-TEST(routing, a_session_records_through_model_options) {
-    model_options opts;
-    opts.n_threads = 2;
-    opts.record_routing = scratch_dir() / "session.routing";
-    auto m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(bundled_model(), opts); });
-    ASSERT_TRUE(m) << m.error().message;
+TEST(routing, a_session_records_through_set_routing) {
+    const auto m = load_model(bundled_model(), 16);
+    const auto path = (scratch_dir() / "session.routing").string();
+    ASSERT_TRUE(m->set_routing(path, {}));
     {
-        session s(*m, 64);
+        session s(m, 64);
         generate_request req;
         req.prompt_tokens = {1, 2, 3, 4, 5};
         req.max_tokens = 4;
@@ -206,12 +204,12 @@ TEST(routing, a_session_records_through_model_options) {
             co_return 0;
         });
     }
-    const auto trace = experts::routing_trace::load(opts.record_routing);
+    const auto trace = experts::routing_trace::load(path);
     ASSERT_TRUE(trace) << trace.error().message;
     EXPECT_GE(trace->size(), 8u); // the prompt and the generated tokens that went back through the model
-    EXPECT_EQ((*m)->routing()->recorded(), trace->size());
+    EXPECT_EQ(m->routing()->recorded(), trace->size());
     const auto stats = experts::routing_statistics(*trace);
-    EXPECT_EQ(stats.size(), (*m)->hparams().n_layer);
+    EXPECT_EQ(stats.size(), m->hparams().n_layer);
 }
 
 // Bad files ------------------------------------------------------------------------------------------------
@@ -282,31 +280,25 @@ TEST(routing, garbage_and_corrupt_fields_are_refused_naming_the_field) {
     EXPECT_NE(parse_error(bad_weight).find("not finite"), std::string::npos);
 }
 
-TEST(routing, a_recording_of_another_geometry_is_refused_at_load) {
+TEST(routing, a_recording_of_another_geometry_is_refused) {
     const auto path = record(load_model(bundled_model(), 16), "geometry.routing");
-    const auto other = tiny_model("qwen3moe", quant_type::f32, 1);
-    model_options opts;
-    opts.n_threads = 1;
-    opts.replay_routing = path;
-    auto m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(other, opts); });
-    ASSERT_FALSE(m);
-    EXPECT_NE(m.error().message.find("does not fit this model's"), std::string::npos) << m.error().message;
-    EXPECT_NE(m.error().message.find(path.string()), std::string::npos) << m.error().message;
+    const auto other = load_model(tiny_model("qwen3moe", quant_type::f32, 1), 16);
+    auto r = other->set_routing({}, path.string());
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("does not fit this model's"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(path.string()), std::string::npos) << r.error().message;
+    EXPECT_EQ(other->routing(), nullptr);
 
-    opts.replay_routing = scratch_dir() / "missing.routing";
-    m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(other, opts); });
-    ASSERT_FALSE(m);
-    EXPECT_NE(m.error().message.find("cannot open the routing recording"), std::string::npos) << m.error().message;
+    r = other->set_routing({}, (scratch_dir() / "missing.routing").string());
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("cannot open the routing recording"), std::string::npos) << r.error().message;
 }
 
 TEST(routing, a_dense_model_cannot_record_routing) {
-    model_options opts;
-    opts.n_threads = 1;
-    opts.record_routing = scratch_dir() / "dense.routing";
-    auto m = run_sync<result<std::shared_ptr<model>>>(
-        [&] { return model::load(tiny_model("qwen3", quant_type::f32), opts); });
-    ASSERT_FALSE(m);
-    EXPECT_NE(m.error().message.find("no routed experts"), std::string::npos) << m.error().message;
+    const auto m = load_model(tiny_model("qwen3", quant_type::f32), 16);
+    const auto r = m->set_routing((scratch_dir() / "dense.routing").string(), {});
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("no routed experts"), std::string::npos) << r.error().message;
 }
 
 } // namespace
