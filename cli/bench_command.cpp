@@ -188,7 +188,8 @@ json::object model_json(const model& m) {
                         {"n_expert", hp.n_expert},
                         {"n_expert_used", hp.n_expert_used},
                         {"weight_bytes", m.resident_bytes()},
-                        {"threads", m.options().n_threads}};
+                        {"threads", m.options().n_threads},
+                        {"routing", m.options().replay_routing.empty() ? "router" : m.options().replay_routing}};
 }
 
 json::object results_json(const model& m, const std::vector<bench_result>& results, std::uint32_t reps) {
@@ -221,6 +222,9 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
         std::printf("memory   experts streamed: %llu cache slots of %.2f MiB (%.2f MiB)\n",
                     static_cast<unsigned long long>(plan.cache_slots),
                     static_cast<double>(plan.slot_bytes) / 1048576.0, static_cast<double>(plan.cache_bytes) / 1048576.0);
+    }
+    if (!m.options().replay_routing.empty()) {
+        std::printf("routing  replayed from %s\n", m.options().replay_routing.c_str());
     }
     std::printf("threads  %zu\n\n", m.options().n_threads);
     std::printf("%-10s %26s %12s %12s %6s\n", "test", "tokens/s (mean ± stddev)", "min", "max", "reps");
@@ -274,6 +278,7 @@ int run_bench(const bench_options& opts) {
     model_options model_opts;
     model_opts.n_threads = opts.threads;
     memory->apply_to(model_opts);
+    model_opts.replay_routing = opts.routing;
     asio::io_context ioc;
     int status = 1;
     asio::co_spawn(ioc, run_benchmark(opts, model_opts), [&](std::exception_ptr e, int rc) {
@@ -303,6 +308,7 @@ void add_bench_command(CLI::App& app) {
     add_threads_option(*cmd, o->threads);
     cmd->add_flag("--json", o->json, "Print the results as JSON");
     add_memory_flags(*cmd, o->memory);
+    add_replay_routing_option(*cmd, o->routing);
     cmd->callback([o] {
         if (const int rc = run_bench(*o); rc != 0) {
             throw CLI::RuntimeError(rc);

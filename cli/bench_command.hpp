@@ -19,6 +19,7 @@ struct bench_options {
     std::size_t threads = 0; ///< 0: one per hardware thread
     bool json = false;
     memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
+    std::string routing; ///< --routing FILE: a recording replayed instead of the router's choice
 };
 
 /// Runs the benchmark and returns the process exit status (0, or 1 with a message on stderr).

@@ -5,6 +5,7 @@
 #include "cli/inspect_command.hpp"
 #include "cli/mkmodel_command.hpp"
 #include "cli/perplexity_command.hpp"
+#include "cli/routing_stats_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/serve_command.hpp"
 #include "cli/template_command.hpp"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     sluice::cli::add_bench_command(app);
     sluice::cli::add_serve_command(app);
     sluice::cli::add_perplexity_command(app);
+    sluice::cli::add_routing_stats_command(app);
 
     // A first word that is no subcommand: name the nearest one instead of CLI11's "A subcommand is required".
     const std::string nearest = argc > 1 ? sluice::cli::nearest_subcommand(app, argv[1]) : std::string();

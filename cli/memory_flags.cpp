@@ -20,6 +20,18 @@ void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
     }
 }
 
+void add_record_routing_option(CLI::App& cmd, std::string& path) {
+    cmd.add_option("--record-routing", path,
+                   "MoE models: write every token's routing (chosen experts, weights, next-layer prediction) to "
+                   "FILE (docs/ROUTING.md)");
+}
+
+void add_replay_routing_option(CLI::App& cmd, std::string& path) {
+    cmd.add_option("--routing", path,
+                   "MoE models: replay the routing recorded in FILE (sluice run --record-routing) instead of the "
+                   "model's router; the recording must have the model's layers x experts x top-k");
+}
+
 void memory_settings::apply_to(model_options& options) const noexcept {
     options.memory_budget = budget;
     options.disk_bandwidth = disk_bandwidth;

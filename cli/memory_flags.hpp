@@ -35,6 +35,11 @@ struct memory_settings {
 /// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch when `with_prefetch`.
 void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch = true);
 
+/// --record-routing FILE (run, serve): every token's routing written to FILE (docs/ROUTING.md).
+void add_record_routing_option(CLI::App& cmd, std::string& path);
+/// --routing FILE (bench): a recording's routing replayed instead of the model's router.
+void add_replay_routing_option(CLI::App& cmd, std::string& path);
+
 /// Checks the flags. Errors name the flag ("--memory-budget \"4 XB\": unknown unit \"XB\" ...").
 result<memory_settings> check_memory_flags(const memory_flags& flags);
 

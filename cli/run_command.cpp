@@ -245,6 +245,7 @@ int run_run(const run_options& given) {
     model_opts.template_limits = opts.template_limits;
     model_opts.special_tokens_in_content = opts.special_tokens_in_content;
     memory->apply_to(model_opts);
+    model_opts.record_routing = opts.record_routing;
 
     asio::io_context ioc;
     asio::cancellation_signal cancel;
@@ -294,6 +295,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
     cmd->add_flag("--json", o->json, "Print one JSON object (tokens, text, timings) instead of streaming text");
     add_memory_flags(*cmd, o->memory);
+    add_record_routing_option(*cmd, o->record_routing);
     add_template_flags(*cmd, o->template_limits, o->special_tokens_in_content);
     cmd->callback([o] {
         if (const int rc = run_run(*o); rc != 0) {

@@ -30,6 +30,7 @@ struct run_options {
     bool ignore_eos = false;
     bool json = false;
     memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
+    std::string record_routing; ///< --record-routing FILE
     chat::template_limits template_limits; ///< --template-max-*
     bool special_tokens_in_content = false; ///< --special-tokens-in-content
 };

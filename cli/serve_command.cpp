@@ -20,6 +20,7 @@ struct serve_args {
     server::server_options options;
     std::string max_body = "1MiB";
     std::string timeout = "30s";
+    std::string shutdown_grace = "5s";
     memory_flags memory;
 };
 
@@ -43,6 +44,12 @@ int run_serve(serve_args& args) {
         std::cerr << "sluice serve: --timeout and --parallel must be positive\n";
         return 1;
     }
+    auto grace = server::parse_duration(args.shutdown_grace);
+    if (!grace) {
+        std::cerr << "sluice serve: --shutdown-grace: " << grace.error().message << "\n";
+        return 1;
+    }
+    args.options.shutdown_grace = *grace;
     auto memory = check_memory_flags(args.memory);
     if (!memory) {
         std::cerr << "sluice serve: " << memory.error().message << "\n";
@@ -80,7 +87,11 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--max-body", a->max_body, "Largest request body (B, KB, MB, KiB, MiB, ...)")
         ->capture_default_str();
     cmd->add_option("--timeout", a->timeout, "Limit of every read and write (ms, s, m, h)")->capture_default_str();
+    cmd->add_option("--shutdown-grace", a->shutdown_grace,
+                    "After SIGTERM, how long running generations may finish before they are stopped (0s: at once)")
+        ->capture_default_str();
     add_memory_flags(*cmd, a->memory);
+    add_record_routing_option(*cmd, o.record_routing);
     add_template_flags(*cmd, o.template_limits, o.special_tokens_in_content);
     cmd->callback([a] {
         if (const int rc = run_serve(*a); rc != 0) {

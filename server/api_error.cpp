@@ -15,6 +15,12 @@ void throw_exception_from_error(const api_error& e, const boost::source_location
     throw std::runtime_error(e.message);
 }
 
+api_error shutdown_error() {
+    return api_error{boost::beast::http::status::service_unavailable,
+                     "the server is shutting down; the generation was stopped", "unavailable_error", std::nullopt,
+                     "server_shutdown"};
+}
+
 api_error bad_request(std::string message, std::optional<std::string> param, std::optional<std::string> code) {
     return api_error{http::status::bad_request, std::move(message), "invalid_request_error", std::move(param),
                      std::move(code)};

@@ -34,6 +34,9 @@ using api_result = boost::system::result<T, api_error>;
 api_error bad_request(std::string message, std::optional<std::string> param = std::nullopt,
                       std::optional<std::string> code = std::nullopt);
 
+/// 503 unavailable_error, code server_shutdown: the server stopped (SIGTERM) before the request could finish.
+api_error shutdown_error();
+
 /// {"error": {...}} built with Boost.JSON.
 boost::json::object error_body(const api_error& e);
 

@@ -3,6 +3,7 @@
 
 #include "base/async_event.hpp"
 #include "server/openai_response.hpp"
+#include "server/prompt.hpp"
 #include "server/sse.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -92,6 +93,11 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
         text += (*ev)->text;
     }
     const auto& s = tokens.summary();
+    if (s.reason == finish_reason::cancelled && st.stopping) {
+        log_generation(meta, "shutdown", s);
+        auto res = error_response(shutdown_error(), req.version(), false);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
+    }
     log_generation(meta, finish_reason_name(s.reason), s);
     if (s.reason == finish_reason::cancelled) {
         co_return false;
@@ -155,6 +161,15 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
         co_await out.send(pending);
     }
     const auto& s = tokens.summary();
+    if (out.ok() && s.reason == finish_reason::cancelled && st.stopping) {
+        // Stopped by the shutdown: the client gets an error event and [DONE], not a cut stream.
+        log_generation(meta, "shutdown", s);
+        const std::string event = sse_event(error_body(shutdown_error()));
+        co_await out.send(event);
+        co_await out.send(sse_done);
+        co_await out.finish();
+        co_return false;
+    }
     if (!out.ok() || s.reason == finish_reason::cancelled) {
         log_generation(meta, "disconnected", s);
         co_return false;
@@ -186,7 +201,11 @@ asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     if (!acquired.lease) {
-        co_return false; // cancelled while queued
+        if (!st.stopping) {
+            co_return false; // the client left while queued
+        }
+        auto res = error_response(shutdown_error(), req.version(), false);
+        co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
     bool keep = false;
@@ -221,17 +240,9 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
     }
     // Render and count the prompt before queueing: a template error or a prompt longer than the context is
     // the client's error (400), reported with the counts.
-    const std::string prompt_field = kind == completion_kind::chat ? "messages" : "prompt";
-    const auto& probe = st.slots.any_session();
-    auto prompt = probe.prompt_tokens(parsed->generate);
+    auto prompt = co_await prompt_tokens_for(st, *parsed);
     if (!prompt) {
-        auto res = error_response(bad_request(prompt.error().message, prompt_field), version, keep_alive);
-        co_return co_await write_response(stream, std::move(res), st.options.timeout);
-    }
-    if (prompt->size() >= probe.context_size()) {
-        const std::string msg = "the prompt has " + std::to_string(prompt->size()) + " tokens; the context holds " +
-                                std::to_string(probe.context_size()) + " (including at least one generated token)";
-        auto res = error_response(bad_request(msg, prompt_field, "context_length_exceeded"), version, keep_alive);
+        auto res = error_response(prompt.error(), version, keep_alive);
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     parsed->generate.prompt_tokens = std::move(*prompt);

@@ -128,19 +128,22 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
     }
     // Responses are built into named values before each co_await: GCC 12 mishandles temporaries with
     // non-trivial destructors inside co_await expressions.
+    // With --api-key, everything but /health is authenticated before it is routed: an unauthenticated client
+    // learns nothing about which paths and methods exist.
+    const bool open_route = found != nullptr && found->target == endpoint::health;
+    if (!open_route) {
+        if (auto denied = check_api_key(req, st)) {
+            auto res = error_response(*denied, req.version(), req.keep_alive());
+            res.set(http::field::www_authenticate, "Bearer");
+            co_return co_await write_response(stream, std::move(res), timeout);
+        }
+    }
     if (found == nullptr) {
         const api_error e{http::status::not_found,
                           "Invalid URL (" + std::string(req.method_string()) + " " + std::string(path) + ")",
                           "invalid_request_error", std::nullopt, "unknown_url"};
         auto res = error_response(e, req.version(), req.keep_alive());
         co_return co_await write_response(stream, std::move(res), timeout);
-    }
-    if (found->target != endpoint::health) {
-        if (auto denied = check_api_key(req, st)) {
-            auto res = error_response(*denied, req.version(), req.keep_alive());
-            res.set(http::field::www_authenticate, "Bearer");
-            co_return co_await write_response(stream, std::move(res), timeout);
-        }
     }
     if (req.method() != found->method) {
         auto res =
@@ -252,15 +255,17 @@ asio::awaitable<void> linger_close(beast::tcp_stream& stream, std::chrono::milli
 
 } // namespace
 
-asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
+asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st, connection_status& status) {
     beast::flat_buffer buffer;
     const auto timeout = st.options.timeout;
-    for (;;) {
+    while (!st.stopping) {
+        status.idle = true;
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(st.options.max_header));
         parser.body_limit(st.options.max_body);
         stream.expires_after(timeout);
         auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        status.idle = false;
         if (!ec && !parser.is_done()) {
             const auto& head = parser.get();
             if (beast::iequals(head[http::field::expect], "100-continue")) {
@@ -291,6 +296,7 @@ asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st) {
                 st.metrics.count_request(websocket_path, take_response_status(&stream));
                 break;
             }
+            status.websocket = true;
             co_await do_websocket_session(std::move(stream), std::move(req), st);
             co_return;
         }

@@ -30,8 +30,12 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
-/// Open connections, each cancellable at shutdown.
-using connection_list = std::list<asio::cancellation_signal>;
+/// An open connection: cancellable at shutdown, and what it is doing.
+struct connection {
+    asio::cancellation_signal signal;
+    connection_status status;
+};
+using connection_list = std::list<connection>;
 
 asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& st, connection_list& connections) {
     const auto ex = co_await asio::this_coro::executor;
@@ -49,8 +53,8 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& st, con
         boost::system::error_code opt_ec;
         socket.set_option(tcp::no_delay(true), opt_ec); // SSE events go out as they come
         auto it = connections.emplace(connections.end());
-        asio::co_spawn(ex, do_session(beast::tcp_stream(std::move(socket)), st),
-                       asio::bind_cancellation_slot(it->slot(), [&connections, it, ex](const std::exception_ptr&) {
+        asio::co_spawn(ex, do_session(beast::tcp_stream(std::move(socket)), st, it->status),
+                       asio::bind_cancellation_slot(it->signal.slot(), [&connections, it, ex](const std::exception_ptr&) {
                            asio::post(ex, [&connections, it] { connections.erase(it); });
                        }));
     }
@@ -86,6 +90,7 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.prefetch = st.options.prefetch;
     opts.template_limits = st.options.template_limits;
     opts.special_tokens_in_content = st.options.special_tokens_in_content;
+    opts.record_routing = st.options.record_routing;
     std::fprintf(stderr, "sluice serve: loading %s\n", st.options.model.c_str());
     // One line per quarter: readable in a terminal and in a log file alike.
     auto progress = [quarter = 0](std::uint64_t done, std::uint64_t total) mutable {
@@ -120,23 +125,61 @@ asio::awaitable<bool> load_model(server_state& st) {
     co_return true;
 }
 
-/// Shutdown, step two: waits (up to 5 s) for the cancelled connections and the loader to finish, then stops
-/// the io_context if anything still runs.
-asio::awaitable<void> drain(connection_list& connections, const bool& loading, asio::io_context& ioc) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    asio::steady_timer tick(ioc);
-    while ((!connections.empty() || loading) && std::chrono::steady_clock::now() < deadline) {
+/// Waits until no connection is left (and the loader is done) or `until`; true when none is left.
+asio::awaitable<bool> wait_for_connections(const connection_list& connections, const bool& loading,
+                                           std::chrono::steady_clock::time_point until) {
+    const auto ex = co_await asio::this_coro::executor;
+    asio::steady_timer tick(ex);
+    while ((!connections.empty() || loading) && std::chrono::steady_clock::now() < until) {
         tick.expires_after(std::chrono::milliseconds(20));
         co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
     }
-    if (!connections.empty() || loading) {
+    co_return connections.empty() && !loading;
+}
+
+/// How long, after the grace period, the connections get to deliver their final events and close.
+constexpr auto final_events_time = std::chrono::seconds(2);
+
+/// Shutdown, step two: running generations go on until st.stop_deadline; then the HTTP ones are cancelled (each
+/// ends with its final event; WebSocket sessions end theirs on their own at the deadline); whatever is still
+/// open after final_events_time is cancelled outright, and the io_context stopped if even that does not end it.
+asio::awaitable<void> drain(connection_list& connections, const bool& loading, server_state& st,
+                            asio::io_context& ioc) {
+    const auto until_grace = st.stop_deadline;
+    const auto until_final = until_grace + final_events_time;
+    const auto until_forced = until_final + final_events_time;
+    const bool finished = co_await wait_for_connections(connections, loading, until_grace);
+    if (finished) {
+        co_return;
+    }
+    for (auto& c : connections) {
+        if (!c.status.websocket) {
+            c.signal.emit(asio::cancellation_type::terminal);
+        }
+    }
+    const bool ended = co_await wait_for_connections(connections, loading, until_final);
+    if (ended) {
+        co_return;
+    }
+    for (auto& c : connections) {
+        c.signal.emit(asio::cancellation_type::terminal);
+    }
+    const bool closed = co_await wait_for_connections(connections, loading, until_forced);
+    if (!closed) {
         ioc.stop();
     }
 }
 
 std::string url_host(const tcp::endpoint& ep) {
     const auto a = ep.address();
-    return a.is_v6() ? "[" + a.to_string() + "]" : a.to_string();
+    if (!a.is_v6()) {
+        return a.to_string();
+    }
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + std::string&&.
+    std::string out(1, '[');
+    out += a.to_string();
+    out += ']';
+    return out;
 }
 
 } // namespace
@@ -146,7 +189,7 @@ int run_server(const server_options& options) {
     // at its next log line: writes to it fail instead (sockets never raise SIGPIPE: asio sends with MSG_NOSIGNAL).
     std::signal(SIGPIPE, SIG_IGN);
     asio::io_context ioc{1};
-    server_state st(options);
+    server_state st(options, ioc.get_executor());
 
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(options.host, ec);
@@ -177,23 +220,29 @@ int run_server(const server_options& options) {
     int status = 0;
     bool loading = true;
     bool stopping = false;
-    // Shutdown, step one: stop accepting and cancel the connections (their reads end, their generations stop
-    // after the current step); step two: drain() stops the io_context if something outlives a grace period.
-    auto shutdown = [&] {
+    // Shutdown, step one: stop accepting, close the idle connections, tell the WebSocket sessions; step two:
+    // drain() lets running generations finish within --shutdown-grace, then ends them with a final event.
+    auto shutdown = [&](std::chrono::milliseconds grace) {
         if (std::exchange(stopping, true)) {
             return;
         }
         signals.cancel();
         acceptor.close(ec);
+        st.stopping = true;
+        st.stop_deadline = std::chrono::steady_clock::now() + grace;
+        st.stop_requested.set();
         for (auto& c : connections) {
-            c.emit(asio::cancellation_type::terminal);
+            if (c.status.idle) {
+                c.signal.emit(asio::cancellation_type::terminal);
+            }
         }
-        asio::co_spawn(ioc, drain(connections, loading, ioc), asio::detached);
+        asio::co_spawn(ioc, drain(connections, loading, st, ioc), asio::detached);
     };
     signals.async_wait([&](const boost::system::error_code& e, int) {
         if (!e) {
-            std::fprintf(stderr, "sluice serve: shutting down\n");
-            shutdown();
+            std::fprintf(stderr, "sluice serve: shutting down (running generations get %.1f s to finish)\n",
+                         std::chrono::duration<double>(options.shutdown_grace).count());
+            shutdown(options.shutdown_grace);
         }
     });
     asio::co_spawn(ioc, accept_loop(acceptor, st, connections), [](const std::exception_ptr&) {});
@@ -201,7 +250,7 @@ int run_server(const server_options& options) {
         loading = false;
         if (e || !ok) {
             status = 1;
-            shutdown();
+            shutdown(std::chrono::milliseconds(0));
         }
     });
     ioc.run();

@@ -25,11 +25,14 @@ struct server_options {
     std::size_t max_body = 1024 * 1024;        ///< largest request body in bytes (413 beyond)
     std::size_t max_header = 16 * 1024;        ///< largest request header block in bytes (431 beyond)
     std::chrono::milliseconds timeout{30'000}; ///< limit of every read and every write
+    /// After SIGTERM: how long running generations may go on before they are ended with a final event.
+    std::chrono::milliseconds shutdown_grace{5'000};
     std::uint64_t memory_budget = 0;           ///< bytes for the model (model_options::memory_budget); 0: default
     double disk_bandwidth = 0;                 ///< bytes/s for the memory plan's bound; 0: probe when streaming
     bool prefetch = true;                      ///< streaming: read the next layer's experts ahead
     chat::template_limits template_limits;     ///< what rendering a chat template may use per request
     bool special_tokens_in_content = false;    ///< old behaviour: control-token text in messages is parsed
+    std::string record_routing;                ///< model_options::record_routing (empty: none)
 };
 
 /// Parses a byte size: a non-negative integer with an optional unit B, KB, MB, GB (powers of 1000) or

@@ -3,10 +3,13 @@
 #include "server/websocket_session.hpp"
 
 #include "base/async_event.hpp"
+#include "server/api_error.hpp"
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
+#include "server/prompt.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -44,16 +47,23 @@ constexpr auto overflow_grace = std::chrono::seconds(2);
 /// What the reader, the writer and the request coroutines of one socket share (io_context thread only).
 struct ws_connection : std::enable_shared_from_this<ws_connection> {
     ws_connection(beast::tcp_stream stream, server_state& state)
-        : ws(std::move(stream)), wake(ws.get_executor()), children_done(ws.get_executor()), st(state) {}
+        : ws(std::move(stream)), wake(ws.get_executor()), children_done(ws.get_executor()),
+          admitted(ws.get_executor()), ended(ws.get_executor()), st(state) {}
 
     websocket::stream<beast::tcp_stream> ws;
     std::deque<std::string> queue;
     std::size_t queued_bytes = 0;
     async_event wake;          ///< set when the queue or `closing` changed; the writer waits on it
     async_event children_done; ///< set when a child ended; the session waits on it until none is left
+    async_event admitted;      ///< notified when next_admit moves
+    std::uint64_t next_ticket = 0; ///< given to each request message in the order they arrive
+    std::uint64_t next_admit = 0;  ///< the ticket whose turn it is to queue for a slot
     std::size_t children = 0;         ///< the writer and the running requests
     bool closing = false;             ///< no more events are queued
     bool overflowed = false;          ///< a slow reader filled the queue: close with 1008
+    bool draining = false;            ///< the server is stopping: new requests are refused
+    bool shutdown_cancel = false;     ///< the running requests were stopped by the shutdown
+    async_event ended;                ///< set when the reader ends (the socket is done)
     std::map<std::string, std::shared_ptr<asio::cancellation_signal>> active; ///< client id -> its cancel
     server_state& st;
 
@@ -141,24 +151,53 @@ asio::awaitable<void> write_loop(std::shared_ptr<ws_connection> c) {
     c->child_ended();
 }
 
-json::object done_event(const std::string& id, const response_meta& meta, const generation_summary& s) {
+/// The done event; a generation the shutdown stopped ends with finish_reason "shutdown".
+json::object done_event(const std::string& id, const response_meta& meta, const generation_summary& s,
+                        bool shutdown = false) {
     json::object ev;
     ev["type"] = "done";
     ev["id"] = id;
     ev["response_id"] = meta.id;
-    ev["finish_reason"] = finish_reason_name(s.reason);
+    ev["finish_reason"] = shutdown && s.reason == finish_reason::cancelled ? std::string_view("shutdown")
+                                                                           : finish_reason_name(s.reason);
     ev["usage"] = usage_json(s);
     ev["timings"] = timings_json(s);
     return ev;
 }
 
+/// A slot, or none when the request was cancelled already: a cancel that came while the template rendered
+/// (the render ignores it) is seen here instead of by the wait for a slot.
+asio::awaitable<acquire_result> acquire_unless_cancelled(scheduler& slots) {
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) {
+        co_return acquire_result{};
+    }
+    co_return co_await slots.acquire();
+}
+
 /// One request: a slot (queued like REST requests), then delta events and one done (or error) event.
-asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string id, completion_request creq,
-                                  response_meta meta) {
+asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string id, std::uint64_t ticket,
+                                  completion_request creq, response_meta meta) {
     co_await asio::this_coro::throw_if_cancelled(false);
     server_state& st = c->st;
     token_clock clock(st.metrics, token_clock::clock::now());
-    auto acquired = co_await st.slots.acquire();
+    auto prompt = co_await prompt_tokens_for(st, creq);
+    // Renders run in parallel on the render pool; a socket's requests still queue for slots in the order they
+    // were sent: each waits for its turn, then lets the next one go.
+    while (c->next_admit != ticket) {
+        auto [wec] = co_await c->admitted.async_wait(asio::as_tuple(asio::use_awaitable));
+        (void)wec; // woken by an earlier request's turn ending
+    }
+    ++c->next_admit;
+    c->admitted.notify_all();
+    if (!prompt) {
+        c->send(error_event(&id, prompt.error()));
+        c->active.erase(id);
+        c->child_ended();
+        co_return;
+    }
+    creq.generate.prompt_tokens = std::move(*prompt);
+    auto acquired = co_await acquire_unless_cancelled(st.slots);
     if (acquired.queue_full) {
         const std::string msg = "all " + std::to_string(st.slots.parallel()) +
                                 " generation slots are busy and the queue is full; retry later";
@@ -167,7 +206,7 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
     } else if (!acquired.lease) {
         generation_summary none;
         none.reason = finish_reason::cancelled;
-        c->send(done_event(id, meta, none));
+        c->send(done_event(id, meta, none, c->shutdown_cancel));
     } else {
         auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
         bool failed = false;
@@ -204,7 +243,7 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
                      meta.id.c_str(), meta.kind == completion_kind::chat ? "chat" : "completion", how.c_str(),
                      s.prompt_tokens, s.cached_tokens, s.completion_tokens);
         if (!failed) {
-            c->send(done_event(id, meta, s));
+            c->send(done_event(id, meta, s, c->shutdown_cancel));
         }
         st.metrics.prompt_tokens += s.prompt_tokens;
         st.metrics.generated_tokens += s.completion_tokens;
@@ -213,7 +252,8 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
     c->child_ended();
 }
 
-/// Validates a request message as the REST routes do; the request ready to run, or the error to send.
+/// Validates a request message as the REST routes do (the prompt is rendered by run_request, off the event
+/// loop); the request ready to run, or the error to send.
 api_result<completion_request> validate_request(const json::object& msg, completion_kind& kind, server_state& st) {
     const auto* endpoint = msg.if_contains("endpoint");
     if (endpoint == nullptr || !endpoint->is_string() ||
@@ -229,18 +269,6 @@ api_result<completion_request> validate_request(const json::object& msg, complet
     if (!parsed) {
         return parsed.error();
     }
-    const std::string prompt_field = kind == completion_kind::chat ? "messages" : "prompt";
-    const auto& probe = st.slots.any_session();
-    auto prompt = probe.prompt_tokens(parsed->generate);
-    if (!prompt) {
-        return bad_request(prompt.error().message, prompt_field);
-    }
-    if (prompt->size() >= probe.context_size()) {
-        return bad_request("the prompt has " + std::to_string(prompt->size()) + " tokens; the context holds " +
-                               std::to_string(probe.context_size()) + " (including at least one generated token)",
-                           prompt_field, "context_length_exceeded");
-    }
-    parsed->generate.prompt_tokens = std::move(*prompt);
     return std::move(*parsed);
 }
 
@@ -271,6 +299,10 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
         c->send(error_event(&id, bad_request("'type' must be \"request\" or \"cancel\"", "type")));
         return;
     }
+    if (c->draining) {
+        c->send(error_event(&id, shutdown_error()));
+        return;
+    }
     if (c->active.contains(id)) {
         c->send(error_event(&id, bad_request("a request with id '" + id + "' is still running", "id", "duplicate_id")));
         return;
@@ -288,8 +320,86 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
     auto sig = std::make_shared<asio::cancellation_signal>();
     c->active.emplace(id, sig);
     ++c->children;
-    asio::co_spawn(c->ws.get_executor(), run_request(c, id, std::move(*creq), std::move(meta)),
+    asio::co_spawn(c->ws.get_executor(), run_request(c, id, c->next_ticket++, std::move(*creq), std::move(meta)),
                    asio::bind_cancellation_slot(sig->slot(), asio::detached));
+}
+
+/// Reads one message into `buffer`, or stops with `too_big` set once it holds more than max_message_bytes.
+/// Beast's own read_message_max is not used: when it trips, Beast's teardown can close the socket while the
+/// peer is still sending the rest of the message, which resets the connection before the peer reads the
+/// 1009 close frame.
+asio::awaitable<boost::system::error_code> read_bounded(websocket::stream<beast::tcp_stream>& ws,
+                                                        beast::flat_buffer& buffer, bool& too_big) {
+    do {
+        auto [ec, n] = co_await ws.async_read_some(buffer, 64 * 1024, asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            co_return ec;
+        }
+        if (buffer.size() > max_message_bytes) {
+            too_big = true;
+            co_return boost::system::error_code{};
+        }
+    } while (!ws.is_message_done());
+    co_return boost::system::error_code{};
+}
+
+/// The close handshake with 1009 (message too big): Beast sends the close frame, then discards what the peer
+/// still sends of its message until the peer's close frame. A peer that never answers is dropped after a grace.
+asio::awaitable<void> close_too_big(ws_connection& c) {
+    std::fprintf(stderr, "sluice serve: websocket message larger than %zu bytes; closing with 1009\n",
+                 max_message_bytes);
+    asio::steady_timer guard(c.ws.get_executor(), std::chrono::seconds(5));
+    guard.async_wait([self = c.shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) {
+            beast::get_lowest_layer(self->ws).close();
+        }
+    });
+    const websocket::close_reason reason(websocket::close_code::too_big,
+                                         "message larger than " + std::to_string(max_message_bytes) + " bytes");
+    auto [ec] = co_await c.ws.async_close(reason, asio::as_tuple(asio::use_awaitable));
+    (void)ec; // the connection is closed below either way
+    guard.cancel();
+}
+
+/// Sleeps in steps of 20 ms while `busy()` holds and the clock is before `until`.
+template <class Pred>
+asio::awaitable<void> wait_while(ws_connection& c, Pred busy, std::chrono::steady_clock::time_point until) {
+    asio::steady_timer tick(c.ws.get_executor());
+    while (busy() && std::chrono::steady_clock::now() < until) {
+        tick.expires_after(std::chrono::milliseconds(20));
+        co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+/// The server's shutdown, for one socket: new requests are refused, running ones may finish until the
+/// deadline and are then stopped (done with finish_reason "shutdown"), every queued event is written, and the
+/// socket is closed with 1001 (going away). Ends at once when the socket ends first.
+asio::awaitable<void> drain_on_shutdown(std::shared_ptr<ws_connection> c) {
+    using namespace asio::experimental::awaitable_operators;
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto stop = c->st.stop_requested.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto ended = c->ended.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await (std::move(stop) || std::move(ended));
+    if (c->closing) {
+        co_return;
+    }
+    c->draining = true;
+    const auto deadline = c->st.stop_deadline;
+    co_await wait_while(*c, [&c] { return !c->active.empty() && !c->closing; }, deadline);
+    if (!c->active.empty() && !c->closing) {
+        c->shutdown_cancel = true;
+        c->cancel_all();
+        const auto soon = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        co_await wait_while(*c, [&c] { return !c->active.empty() && !c->closing; }, soon);
+    }
+    const auto flush_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    co_await wait_while(*c, [&c] { return !c->queue.empty() && !c->closing; }, flush_by);
+    if (c->closing) {
+        co_return;
+    }
+    const websocket::close_reason reason(websocket::close_code::going_away, "server shutting down");
+    auto [ec] = co_await c->ws.async_close(reason, asio::as_tuple(asio::use_awaitable));
+    (void)ec; // the reader sees the socket end either way
 }
 
 } // namespace
@@ -300,23 +410,42 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     stream.expires_never(); // the websocket's own timeouts (with pings) take over
     auto c = std::make_shared<ws_connection>(std::move(stream), st);
     c->ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-    c->ws.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "sluice"); }));
-    c->ws.read_message_max(max_message_bytes);
+    // Beast answers a handshake it refuses (no Sec-WebSocket-Key, a version other than 13, ...) with its own
+    // plain-text body; the decorator runs on that response too and makes it the OpenAI-shaped JSON every other
+    // error has, keeping Beast's status and headers (426 keeps Sec-WebSocket-Version).
+    auto refused_status = std::make_shared<unsigned>(0);
+    c->ws.set_option(websocket::stream_base::decorator([refused_status](websocket::response_type& res) {
+        res.set(http::field::server, "sluice");
+        if (res.result() == http::status::switching_protocols) {
+            return;
+        }
+        *refused_status = res.result_int();
+        const api_error e{res.result(), "WebSocket handshake refused: " + res.body(), "invalid_request_error",
+                          std::nullopt, "bad_websocket_handshake"};
+        res.body() = json::serialize(error_body(e));
+        res.set(http::field::content_type, "application/json");
+        res.prepare_payload();
+    }));
+    c->ws.read_message_max(0); // read_bounded enforces max_message_bytes
     c->ws.text(true);
     auto [aec] = co_await c->ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
     if (aec) {
+        if (*refused_status != 0) {
+            st.metrics.count_request("/v1/ws", *refused_status);
+        }
         co_return;
     }
     st.metrics.count_request("/v1/ws", 101);
     ++c->children;
     asio::co_spawn(c->ws.get_executor(), write_loop(c), asio::detached);
+    asio::co_spawn(c->ws.get_executor(), drain_on_shutdown(c), asio::detached);
 
     beast::flat_buffer buffer;
+    bool too_big = false;
     while (!c->overflowed) {
-        auto [ec, n] = co_await c->ws.async_read(buffer, asio::as_tuple(asio::use_awaitable));
-        if (ec) {
-            break; // closed by the peer, a timeout, an overflow close, or shutdown
+        auto ec = co_await read_bounded(c->ws, buffer, too_big);
+        if (ec || too_big) {
+            break; // closed by the peer, a timeout, an overflow close, shutdown, or a message over the limit
         }
         if (!c->ws.got_text()) {
             c->send(error_event(nullptr, bad_request("messages must be JSON text frames", std::nullopt, "binary")));
@@ -330,9 +459,13 @@ asio::awaitable<void> do_websocket_session(beast::tcp_stream stream, http::reque
     // delivered, so drop the connection (which aborts a write stuck on a peer that does not read), stop every
     // generation and the writer, then wait for them (they hold slots and share the stream).
     c->closing = true;
-    beast::get_lowest_layer(c->ws).close();
+    c->ended.set();
     c->cancel_all();
     c->wake.set();
+    if (too_big && !c->overflowed) {
+        co_await close_too_big(*c);
+    }
+    beast::get_lowest_layer(c->ws).close();
     while (c->children > 0) {
         c->children_done.reset();
         auto [wec] = co_await c->children_done.async_wait(asio::as_tuple(asio::use_awaitable));

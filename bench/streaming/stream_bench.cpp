@@ -2,11 +2,14 @@
 // during the timed tokens (bytes read, read throughput while reads ran and over the wall clock, hit rate,
 // prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON
 // object on stdout; bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file. Usage: stream_bench
-// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru]
+// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru] [--routing FILE]
+// --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
+// compute is the same, the experts read follow the recording (docs/ROUTING.md).
 #include "bench/bench_main.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/session.hpp"
 #include "runtime/experts/replacement_policy.hpp"
+#include "runtime/experts/routing_log.hpp"
 
 #include <boost/json.hpp>
 
@@ -24,6 +27,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -115,11 +119,26 @@ json::object cache_json(const experts::expert_cache_counters& a, const experts::
 
 } // namespace
 
+// Takes "--routing FILE" out of argv (anywhere after the program name); the rest stay positional.
+std::string take_routing_flag(int& argc, char** argv) {
+    std::string path;
+    int out = 1;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--routing" && i + 1 < argc) {
+            path = argv[++i];
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argc = out;
+    return path;
+}
+
 int main(int argc, char** argv) {
+    const auto routing = take_routing_flag(argc, argv);
     if (argc < 3) {
-        std::fprintf(
-            stderr,
-            "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru]\n");
+        std::fprintf(stderr, "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] "
+                             "[policy=lru] [--routing FILE]\n");
         return 2;
     }
     const std::string path = argv[1];
@@ -144,6 +163,7 @@ int main(int argc, char** argv) {
     opts.n_ctx = 512;
     opts.n_threads = *threads;
     opts.prefetch = *prefetch != 0;
+    opts.replay_routing = routing;
     if (argc > 7) {
         auto policy = experts::parse_cache_policy(argv[7]);
         if (!policy) {
@@ -219,6 +239,8 @@ int main(int argc, char** argv) {
                      {"prefetch", opts.prefetch},
                      {"policy", opts.cache_policy == experts::cache_policy::lru ? "lru" : "lfu"},
                      {"plan", to_json(plan)},
+                     {"routing", routing.empty() ? json::value("router") : json::value(routing)},
+                     {"routing_tokens_replayed", m->routing() ? m->routing()->replayed() : 0},
                      {"tokens", timed},
                      {"distinct_tokens",
                       [&] {

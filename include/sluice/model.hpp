@@ -25,10 +25,12 @@ class tokenizer;
 }
 namespace chat {
 struct template_source;
-}
+class jinja_template;
+} // namespace chat
 namespace experts {
 class expert_source;
 struct expert_cache_counters;
+class routing_log;
 } // namespace experts
 namespace runtime {
 class compute_pool;
@@ -70,6 +72,9 @@ public:
     [[nodiscard]] const tokenizer::tokenizer& vocab() const noexcept;
     /// The model's chat template, when the file carries one.
     [[nodiscard]] const std::optional<chat::template_source>& chat_template() const noexcept;
+    /// The chat template parsed once at load under options().template_limits (renders share it: rendering
+    /// is const and thread-safe), or the parse error each chat request reports; null without a template.
+    [[nodiscard]] const result<chat::jinja_template>* parsed_chat_template() const noexcept;
     /// How the model is held in memory: resident, or with routed experts streamed through a cache.
     [[nodiscard]] const memory_plan& plan() const noexcept;
     /// The expert cache's counters; all zero (no slots) when the model is fully resident.
@@ -77,6 +82,8 @@ public:
     [[nodiscard]] runtime::compute_pool& pool() noexcept;
     [[nodiscard]] const models::model_weights& weights() const noexcept;
     [[nodiscard]] experts::expert_source& experts() noexcept;
+    /// The routing recorded or replayed (options.record_routing / replay_routing); nullptr when neither.
+    [[nodiscard]] experts::routing_log* routing() noexcept;
 
 private:
     struct state;

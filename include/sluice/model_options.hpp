@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace sluice {
 
@@ -68,6 +69,12 @@ struct model_options {
     std::uint32_t state_checkpoints = 4;
     /// Models with recurrent layers: a long prefill takes a checkpoint every this many positions.
     std::uint32_t checkpoint_interval = 512;
+    /// MoE models: writes every token's routing (chosen experts, their weights, the next layer's prediction) to
+    /// this file (docs/ROUTING.md); empty: nothing is recorded.
+    std::string record_routing;
+    /// MoE models: uses this recording's experts, weights and predictions instead of the router's choice (the
+    /// router still runs); the recording must have this model's layers x experts x top-k. Empty: the router decides.
+    std::string replay_routing;
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.

@@ -2,6 +2,7 @@
 #include "runtime/engine/model.hpp"
 
 #include "runtime/experts/expert_cache.hpp"
+#include "runtime/experts/routing_log.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 
 #include <boost/asio/this_coro.hpp>
@@ -22,9 +23,11 @@ struct model::state {
     memory_plan plan;
     std::optional<tokenizer::tokenizer> vocab;
     std::optional<chat::template_source> chat_template;
+    std::optional<result<chat::jinja_template>> parsed_template;
     std::unique_ptr<runtime::compute_pool> pool;
     std::unique_ptr<experts::expert_source> experts;
     const experts::expert_cache* cache = nullptr; ///< `experts` when it is a cache
+    std::unique_ptr<experts::routing_log> routing;
 };
 
 model::model() : state_(std::make_unique<state>()) {}
@@ -40,10 +43,14 @@ const models::model_hparams& model::hparams() const noexcept { return state_->hp
 const models::architecture& model::arch() const noexcept { return *state_->arch; }
 const tokenizer::tokenizer& model::vocab() const noexcept { return *state_->vocab; }
 const std::optional<chat::template_source>& model::chat_template() const noexcept { return state_->chat_template; }
+const result<chat::jinja_template>* model::parsed_chat_template() const noexcept {
+    return state_->parsed_template ? &*state_->parsed_template : nullptr;
+}
 const memory_plan& model::plan() const noexcept { return state_->plan; }
 runtime::compute_pool& model::pool() noexcept { return *state_->pool; }
 const models::model_weights& model::weights() const noexcept { return state_->weights; }
 experts::expert_source& model::experts() noexcept { return *state_->experts; }
+experts::routing_log* model::routing() noexcept { return state_->routing.get(); }
 
 experts::expert_cache_counters model::expert_counters() const {
     if (state_->cache == nullptr) {
@@ -101,6 +108,24 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         options.n_threads = std::max(1u, std::thread::hardware_concurrency());
     }
     m->options = options;
+    if (m->chat_template) {
+        // Parsed once, under the sandbox's limits: a template that fails to parse leaves the model usable for
+        // plain completions, and every chat request gets the parse error.
+        chat::template_options topts;
+        topts.limits = options.template_limits;
+        m->parsed_template.emplace(chat::jinja_template::parse(m->chat_template->text, topts));
+    }
+    if (!options.record_routing.empty() || !options.replay_routing.empty()) {
+        auto name = kv.find_string(gguf::keys::name);
+        auto routing = experts::routing_log::open(
+            options.record_routing, options.replay_routing,
+            {m->hp.n_layer, m->hp.n_expert, m->hp.n_expert_used},
+            name && *name ? std::string(**name) : path.filename().string());
+        if (!routing) {
+            co_return routing.error().with_context(path.string());
+        }
+        m->routing = std::move(*routing);
+    }
     auto reader = io::make_reader(co_await boost::asio::this_coro::executor, options.io);
     if (!reader) {
         co_return reader.error();

@@ -53,7 +53,9 @@ struct session::state {
                                                                  : kernels::quant_type::f16,
                  model_->options().n_batch),
           runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
-                  model_->options().n_batch) {}
+                  model_->options().n_batch) {
+        runner_.set_routing(model_->routing());
+    }
 
     std::shared_ptr<model> model_;
     models::kv_cache cache_;
@@ -194,8 +196,12 @@ result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request&
     const auto& tok = state_->model_->vocab();
     if (!request.messages.empty()) {
         const auto& tmpl = state_->model_->chat_template();
-        if (!tmpl) {
+        const auto* parsed = state_->model_->parsed_chat_template();
+        if (!tmpl || parsed == nullptr) {
             return make_error(std::errc::invalid_argument, "the model has no chat template");
+        }
+        if (!*parsed) {
+            return parsed->error();
         }
         chat::chat_inputs inputs;
         inputs.messages = request.messages;
@@ -203,20 +209,14 @@ result<std::vector<std::int32_t>> session::prompt_tokens(const generate_request&
         inputs.kwargs = request.template_kwargs;
         inputs.bos_token = tmpl->bos_token;
         inputs.eos_token = tmpl->eos_token;
-        chat::template_options topts;
-        topts.limits = state_->model_->options().template_limits;
-        auto parsed = chat::jinja_template::parse(tmpl->text, topts);
-        if (!parsed) {
-            return parsed.error();
-        }
         if (state_->model_->options().special_tokens_in_content) {
-            auto text = chat::render_chat(*parsed, inputs);
+            auto text = chat::render_chat(**parsed, inputs);
             if (!text) {
                 return text.error();
             }
             return tok.encode(*text, {.add_special = false, .parse_special = true});
         }
-        auto prompt = chat::render_chat_guarded(*parsed, inputs, tok.control_texts());
+        auto prompt = chat::render_chat_guarded(**parsed, inputs, tok.control_texts());
         if (!prompt) {
             return prompt.error();
         }

@@ -124,6 +124,13 @@ forward_runner::forward_runner(const architecture& arch, const model_hparams& hp
     scratch_.size_for(hp, w);
 }
 
+void forward_runner::set_routing(experts::routing_log* log) {
+    routing_ = {};
+    if (log != nullptr) {
+        log->attach(routing_, scratch_.max_batch);
+    }
+}
+
 boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, std::span<const std::int32_t> tokens,
                                                              logits_mode mode, std::vector<float>& logits) {
     const auto& hp = *hp_;
@@ -183,6 +190,10 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
     layer_context ctx(hp, *weights_, *pool_, *experts_, cache, scratch_);
     ctx.n_tokens = static_cast<std::uint32_t>(n_tok);
     ctx.first_pos = cache.size();
+    if (routing_.log != nullptr) {
+        routing_.log->begin(routing_, ctx.first_pos, ctx.n_tokens);
+        ctx.routing = &routing_;
+    }
     // The whole batch is one team job; it stops early only when a layer stalls on its experts: the runner awaits
     // the fetch, then a new job resumes that layer and goes on.
     std::optional<layer_stall> resume_at;
@@ -230,6 +241,11 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
     }
     cache.advance(static_cast<std::uint32_t>(n_tok));
     experts_->count_tokens(n_tok);
+    if (routing_.log != nullptr) {
+        if (auto r = routing_.log->end(routing_); !r) {
+            co_return r.error();
+        }
+    }
     co_return result<void>{};
 }
 

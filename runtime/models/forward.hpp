@@ -6,6 +6,7 @@
 #include "runtime/compute/compute_pool.hpp"
 #include "runtime/experts/expert_batch.hpp"
 #include "runtime/experts/expert_source.hpp"
+#include "runtime/experts/routing_log.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/kv_cache.hpp"
 #include "runtime/models/weights.hpp"
@@ -142,6 +143,7 @@ public:
 
     std::uint32_t n_tokens = 0;  ///< tokens in this batch
     std::uint32_t first_pos = 0; ///< cache position of the batch's first token
+    experts::routing_batch* routing = nullptr; ///< routing recorded or replayed (see routing_log), when set
 
 private:
     const model_hparams* hp_;
@@ -173,6 +175,9 @@ public:
 
     [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
     [[nodiscard]] const architecture& arch() const noexcept { return *arch_; }
+    /// Records this runner's routing into `log`, or replays it from there (nullptr: the router decides, nothing
+    /// is recorded). Call before the first forward; `log` must outlive the runner.
+    void set_routing(experts::routing_log* log);
 
 private:
     /// Rows of the batch whose logits a batch writes, and where.
@@ -191,6 +196,7 @@ private:
     runtime::compute_pool* pool_;
     experts::expert_source* experts_;
     forward_scratch scratch_;
+    experts::routing_batch routing_;
 };
 
 } // namespace sluice::models

@@ -6,6 +6,7 @@
 #include "runtime/models/blocks.hpp"
 
 #include "kernels/ops.hpp"
+#include "runtime/experts/routing_log.hpp"
 #include "runtime/models/blocks_util.hpp"
 
 #include <algorithm>
@@ -80,27 +81,32 @@ void choose_experts(layer_context& ctx, std::uint32_t il, const detail::prepared
 }
 
 // The next MoE layer's predicted choice: its router applied to this layer's residual stream (normalised with
-// its own norm), the distinct top-k of all tokens into s.pred_unique. Empty when there is no next MoE layer.
-void predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
+// its own norm), each token's top-k into s.pred_ids. Whether there is one: a next MoE layer, and a source that
+// prefetches or a routing log that records it.
+bool predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
     const auto& hp = ctx.hparams();
     auto& s = ctx.scratch();
     const std::uint32_t next = il + 1;
-    const bool predict = ctx.experts().wants_prediction() && next < hp.n_layer && ctx.layer(next).router;
-    if (!predict) {
-        if (m.index == 0) {
-            s.pred_unique.clear();
-        }
-        return;
+    const bool wanted = ctx.experts().wants_prediction() || ctx.routing != nullptr;
+    if (!wanted || next >= hp.n_layer || !ctx.layer(next).router) {
+        return false;
     }
     const auto in = plan_input(s.prediction_in, {ctx.layer(next).router.type}, hp.n_embd, ctx.n_tokens);
     choose_experts(ctx, next, in, {s.pred_xn.data(), s.pred_router.data(), s.pred_ids.data(), s.pred_weights.data()},
                    m);
-    if (m.index == 0) {
-        const auto n_sel = static_cast<std::ptrdiff_t>(std::size_t{ctx.n_tokens} * hp.n_expert_used);
-        s.pred_unique.assign(s.pred_ids.begin(), s.pred_ids.begin() + n_sel);
-        std::sort(s.pred_unique.begin(), s.pred_unique.end());
-        s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
+    return true;
+}
+
+// Member 0: the distinct predicted experts into s.pred_unique (entries below 0 are no prediction).
+void distinct_predicted(forward_scratch& s, std::size_t n_tok, std::size_t k) {
+    s.pred_unique.clear();
+    for (std::size_t sel = 0; sel < n_tok * k; ++sel) {
+        if (s.pred_ids[sel] >= 0) {
+            s.pred_unique.push_back(s.pred_ids[sel]);
+        }
     }
+    std::sort(s.pred_unique.begin(), s.pred_unique.end());
+    s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
 }
 
 // The choice of every token and the next layer's prediction; then member 0 fetches the chosen experts and
@@ -110,13 +116,23 @@ void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& i
     const auto& hp = ctx.hparams();
     auto& s = ctx.scratch();
     choose_experts(ctx, il, in, {s.xn.data(), s.router.data(), s.ids.data(), s.weights.data()}, m);
-    predict_next(ctx, il, m);
+    bool predicted = predict_next(ctx, il, m);
     if (m.index == 0) {
+        const std::size_t n_sel = std::size_t{ctx.n_tokens} * hp.n_expert_used;
+        if (ctx.routing != nullptr) { // recorded as chosen, or replaced by a recording's choice
+            ctx.routing->log->on_layer(*ctx.routing, il, {s.ids.data(), n_sel}, {s.weights.data(), n_sel},
+                                       {s.pred_ids.data(), n_sel}, predicted);
+        }
         distinct_experts(s, ctx.n_tokens, hp.n_expert_used);
+        if (predicted) {
+            distinct_predicted(s, ctx.n_tokens, hp.n_expert_used);
+        } else {
+            s.pred_unique.clear();
+        }
         auto& src = ctx.experts();
         src.fetch(s.moe.fetch, il, s.moe.unique_ids);
         src.release_all(s.moe.prediction);
-        if (!s.pred_unique.empty()) {
+        if (src.wants_prediction() && !s.pred_unique.empty()) {
             src.prefetch(s.moe.prediction, il + 1, s.pred_unique);
         }
     }

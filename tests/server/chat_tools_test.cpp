@@ -3,8 +3,6 @@
 #include "../cli/process.hpp"
 #include "../cli/scratch.hpp"
 #include "http_client.hpp"
-#include "runtime/gguf/model_files.hpp"
-#include "runtime/gguf/writer.hpp"
 #include "server_process.hpp"
 
 #include <boost/json.hpp>
@@ -22,30 +20,8 @@ constexpr std::string_view tools_template =
     "{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
-/// The tiny model with `tools_template` as its chat template (made once): the tiny model's tokenizer keys go
-/// into a tensor-less GGUF with the template replaced, and `mkmodel --tokenizer-from` takes them from there.
 std::filesystem::path tools_model() {
-    static const std::filesystem::path path = [] {
-        const auto tokenizer = scratch_dir() / "tools-tokenizer.gguf";
-        auto files = gguf::model_files::open(tiny_model());
-        EXPECT_TRUE(files) << files.error().message;
-        gguf::writer w(tokenizer);
-        for (const auto& e : files->kv().entries()) {
-            if (e.key.starts_with("tokenizer.")) {
-                w.kv().set(e.key, e.value);
-            }
-        }
-        w.kv().set_string(gguf::keys::chat_template, std::string(tools_template));
-        const auto done = w.finish();
-        EXPECT_TRUE(done) << done.error().message;
-        auto p = scratch_dir() / "tiny-qwen3moe-tools.gguf";
-        const auto r = run_process(sluice_exe() + " mkmodel -q -o " + shell_quote(p.string()) +
-                                   " --preset tiny-qwen3moe --type q8_0 --seed 1 --tokenizer-from " +
-                                   shell_quote(tokenizer.string()));
-        EXPECT_EQ(r.status, 0) << r.err;
-        return p;
-    }();
-    return path;
+    return tiny_model_with_template("tools", tools_template);
 }
 
 /// prompt_tokens of a one-token chat completion with `extra` fields.

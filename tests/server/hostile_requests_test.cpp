@@ -154,6 +154,11 @@ TEST(hostile, api_key_is_required_everywhere_but_health_and_compared_exactly) {
             {"key with suffix", "GET", "/v1/models", "", 401, std::nullopt, {{"Authorization", "Bearer s3cret-key2"}}},
             {"basic scheme", "GET", "/v1/models", "", 401, std::nullopt, {{"Authorization", "Basic s3cret-key"}}},
             {"chat without key", "POST", chat, "{" + hello + "}", 401, std::nullopt},
+            // Authentication comes before routing: unknown paths and wrong methods say nothing without the key.
+            {"unknown path without key", "GET", "/v1/secret-admin", "", 401, std::nullopt},
+            {"wrong method without key", "DELETE", chat, "", 401, std::nullopt},
+            {"unknown path with key", "GET", "/v1/secret-admin", "", 404, std::nullopt,
+             {{"Authorization", "Bearer s3cret-key"}}},
         });
     const auto ok = send_request(server.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer s3cret-key"}});
     EXPECT_EQ(ok.status, 200) << ok.body;

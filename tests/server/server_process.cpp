@@ -3,10 +3,13 @@
 
 #include "../cli/process.hpp"
 #include "../cli/scratch.hpp"
+#include "runtime/gguf/model_files.hpp"
+#include "runtime/gguf/writer.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
@@ -35,6 +38,30 @@ std::filesystem::path tiny_model() {
     return path;
 }
 
+std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template) {
+    const auto path = scratch_dir() / ("tiny-qwen3moe-" + name + ".gguf");
+    if (std::filesystem::exists(path)) {
+        return path;
+    }
+    const auto tokenizer = scratch_dir() / (name + "-tokenizer.gguf");
+    auto files = gguf::model_files::open(tiny_model());
+    EXPECT_TRUE(files) << files.error().message;
+    gguf::writer w(tokenizer);
+    for (const auto& e : files->kv().entries()) {
+        if (e.key.starts_with("tokenizer.")) {
+            w.kv().set(e.key, e.value);
+        }
+    }
+    w.kv().set_string(gguf::keys::chat_template, std::string(chat_template));
+    const auto done = w.finish();
+    EXPECT_TRUE(done) << done.error().message;
+    const auto r = run_process(sluice_exe() + " mkmodel -q -o " + shell_quote(path.string()) +
+                               " --preset tiny-qwen3moe --type q8_0 --seed 1 --tokenizer-from " +
+                               shell_quote(tokenizer.string()));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return path;
+}
+
 std::uint64_t streaming_budget(const std::vector<std::string>& plan_args, std::uint64_t slots) {
     std::string cmd = sluice_exe() + " inspect " + shell_quote(tiny_model().string()) +
                       " --plan --memory-budget 1TiB --disk-bandwidth 1 --threads 2";
@@ -55,6 +82,10 @@ server_process::server_process(const std::vector<std::string>& args, const std::
     log_path_ = scratch_dir() / ("serve-" + std::to_string(counter++) + ".log");
     std::vector<std::string> argv_s{sluice_exe(), "serve", "-m",        (model.empty() ? tiny_model() : model).string(),
                                     "--port",     "0",     "--threads", "2"};
+    if (std::find(args.begin(), args.end(), "--shutdown-grace") == args.end()) {
+        // Tests that end with a generation running should not wait the default 5 s for it.
+        argv_s.insert(argv_s.end(), {"--shutdown-grace", "1s"});
+    }
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) {
@@ -117,12 +148,22 @@ bool server_process::running() {
 }
 
 int server_process::stop() {
+    terminate();
+    return wait_exit();
+}
+
+void server_process::terminate() {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGTERM);
+    }
+}
+
+int server_process::wait_exit(std::chrono::milliseconds limit) {
     if (pid_ <= 0) {
         return -1;
     }
-    ::kill(pid_, SIGTERM);
     int status = 0;
-    for (int i = 0; i < 500; ++i) {
+    for (auto waited = std::chrono::milliseconds(0); waited < limit; waited += std::chrono::milliseconds(20)) {
         if (::waitpid(pid_, &status, WNOHANG) == pid_) {
             pid_ = -1;
             return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

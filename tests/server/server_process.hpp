@@ -4,9 +4,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sluice::test {
@@ -16,6 +18,10 @@ const std::string& sluice_exe();
 
 /// A tiny-qwen3moe q8_0 model made once per test process with `sluice mkmodel`.
 std::filesystem::path tiny_model();
+
+/// The tiny model with `chat_template` as its chat template, made once per `name`: the tiny model's tokenizer
+/// keys go into a tensor-less GGUF with the template replaced, and `mkmodel --tokenizer-from` takes them.
+std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template);
 
 /// A --memory-budget (bytes) that makes `sluice serve <plan_args>` stream the tiny model's experts through
 /// `slots` cache slots: what `sluice inspect --plan` says everything else takes, plus the slots. `plan_args` are
@@ -41,6 +47,10 @@ public:
     [[nodiscard]] bool running();
     /// Sends SIGTERM and returns the exit status (-1 if it had to be killed or died from a signal).
     int stop();
+    /// Sends SIGTERM without waiting.
+    void terminate();
+    /// Waits up to `limit` for the exit: its status, or -1 after killing it (or when a signal ended it).
+    int wait_exit(std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 private:
     pid_t pid_ = -1;

@@ -286,15 +286,29 @@ TEST(websocket, closing_the_socket_mid_generation_frees_the_slot) {
     next.stream().close(websocket::close_code::normal);
 }
 
-TEST(websocket, sigterm_with_an_open_socket_mid_generation_stops_the_server_with_status_zero) {
-    server_process server({"--parallel", "2"});
+TEST(websocket, sigterm_mid_generation_ends_requests_with_shutdown_and_closes_with_1001) {
+    server_process server({"--parallel", "2", "--shutdown-grace", "300ms", "--ctx", "8192"});
     ws_client c(server.port());
     ASSERT_FALSE(c.handshake_error());
-    c.send(request_message("a", long_body));
-    c.send(request_message("b", long_body));
+    const std::string endless = R"({"prompt":"Hi","max_tokens":7000,"ignore_eos":true})";
+    c.send(request_message("a", endless));
+    c.send(request_message("b", endless));
     auto ev = c.read();
     ASSERT_EQ(ev.at("type"), "delta");
-    EXPECT_EQ(server.stop(), 0) << server.log();
+    server.terminate();
+    // Both requests end with a done event (in either order), then the close frame: 1001, going away.
+    std::map<std::string, std::string> finish;
+    for (int i = 0; i < 100000 && !c.last_error(); ++i) {
+        const auto e = c.read();
+        if (!e.empty() && e.at("type") == "done") {
+            finish[std::string(e.at("id").as_string())] = std::string(e.at("finish_reason").as_string());
+        }
+    }
+    EXPECT_EQ(finish["a"], "shutdown");
+    EXPECT_EQ(finish["b"], "shutdown");
+    EXPECT_EQ(c.last_error(), websocket::error::closed) << c.last_error().message();
+    EXPECT_EQ(c.stream().reason().code, websocket::close_code::going_away);
+    EXPECT_EQ(server.wait_exit(), 0) << server.log();
 }
 
 TEST(websocket, the_upgrade_needs_the_api_key) {
@@ -310,6 +324,63 @@ TEST(websocket, the_upgrade_needs_the_api_key) {
     std::map<std::string, std::string> text;
     EXPECT_EQ(allowed.read_until_end("a", text).at("finish_reason"), "length");
     EXPECT_EQ(send_request(server.port(), "GET", "/v1/ws", {}, {{"Authorization", "Bearer sekret"}}).status, 426);
+}
+
+TEST(websocket, refused_handshakes_answer_openai_shaped_json) {
+    server_process server;
+    const std::string head = "GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n";
+    const auto r1 = send_raw(server.port(), head + "Sec-WebSocket-Version: 13\r\n\r\n");
+    EXPECT_EQ(r1.status, 400) << r1.body;
+    EXPECT_EQ(openai_error_problem(r1), "") << r1.body;
+    EXPECT_EQ(body_json(r1).at("error").at("code"), "bad_websocket_handshake") << r1.body;
+
+    const auto r2 =
+        send_raw(server.port(), head + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n");
+    EXPECT_EQ(r2.status, 426) << r2.body;
+    EXPECT_EQ(openai_error_problem(r2), "") << r2.body;
+    EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
+}
+
+TEST(websocket, a_template_error_is_an_error_event_and_a_slow_render_blocks_nobody) {
+    // A template that loops until its 1.5 s time limit; its render runs beside the event loop.
+    const auto model = tiny_model_with_template(
+        "ws-endless", "{% set r = range(1000000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}");
+    server_process server({"--template-max-time-ms", "1500", "--template-max-steps", "1000000000000",
+                           "--template-max-bytes", "1099511627776"},
+                          model);
+    ws_client c(server.port());
+    ws_client other(server.port());
+    ASSERT_FALSE(c.handshake_error());
+    ASSERT_FALSE(other.handshake_error());
+    const auto t0 = std::chrono::steady_clock::now();
+    c.send(request_message("slow", R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2})", "chat"));
+    other.send(request_message("plain", short_body));
+    std::map<std::string, std::string> text;
+    // Another socket's completion ends while the chat request's template is still rendering.
+    EXPECT_EQ(other.read_until_end("plain", text).at("finish_reason"), "length");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1400));
+    const auto err = c.read_until_end("slow", text);
+    ASSERT_EQ(err.at("type"), "error") << json::serialize(err);
+    EXPECT_EQ(err.at("error").at("code"), "template_error") << json::serialize(err);
+}
+
+TEST(websocket, an_oversized_message_is_closed_with_1009_and_the_server_stays_healthy) {
+    server_process server;
+    ws_client c(server.port());
+    ASSERT_FALSE(c.handshake_error());
+    const std::string huge = request_message("big", R"({"prompt":")" + std::string(10 << 20, 'a') + R"("})");
+    boost::system::error_code wec;
+    c.stream().write(asio::buffer(huge), wec);
+    EXPECT_FALSE(wec) << "the server dropped the connection instead of closing it: " << wec.message();
+    auto ev = c.read();
+    EXPECT_TRUE(ev.empty());
+    EXPECT_EQ(c.last_error(), websocket::error::closed) << c.last_error().message();
+    EXPECT_EQ(c.stream().reason().code, websocket::close_code::too_big);
+    ws_client next(server.port());
+    ASSERT_FALSE(next.handshake_error());
+    next.send(request_message("ok", short_body));
+    std::map<std::string, std::string> text;
+    EXPECT_EQ(next.read_until_end("ok", text).at("finish_reason"), "length");
 }
 
 TEST(websocket, a_reader_that_never_reads_is_closed_and_the_server_stays_healthy) {
