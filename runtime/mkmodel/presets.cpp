@@ -158,6 +158,7 @@ struct routing_geometry {
     std::uint32_t leading_dense, shared;
     float yarn_factor;
     std::uint32_t yarn_original;
+    std::uint32_t nextn = 0; ///< NextN (MTP) blocks after the main stack
 };
 
 models::model_hparams with_routing(models::model_hparams hp, const routing_geometry& r) {
@@ -213,28 +214,28 @@ void add_moe_family_presets(std::vector<model_preset>& out) {
         {"kimi-k2", "Kimi-K2: 61 layers (1 dense), MLA with 64 heads, 384 experts (8 used) + shared",
          {"deepseek2", 61, 7168, 64, 1, 0, 18432, 384, 8, 2048, 0, 163840, 131072, 50000.0f, 1e-6f},
          {1536, 512, 128, 64, 128}, {1, 1, 2.827f, 1, 1, 32.0f, 4096}, quant_type::q8_0},
-        {"tiny-deepseek2", "test model: deepseek2, 3 layers (1 dense), MLA, 8 experts (2 used, 2 of 4 groups) + shared",
+        {"tiny-deepseek2", "test model: deepseek2, 3 layers (1 dense) + NextN, MLA, 8 experts (2 used, 4 groups)",
          {"deepseek2", 3, 256, 4, 1, 0, 512, 8, 2, 256, 0, 1024, 4096, 10000.0f, 1e-6f},
-         {256, 256, 64, 64, 64}, {4, 2, 2.5f, 1, 1, 4.0f, 1024}, quant_type::q8_0},
+         {256, 256, 64, 64, 64}, {4, 2, 2.5f, 1, 1, 4.0f, 1024, 1}, quant_type::q8_0},
         {"glm-4.5", "GLM-4.5: 92 layers (3 dense) + NextN, 160 experts (8 used) + shared",
          {"glm4moe", 92, 5120, 96, 8, 128, 12288, 160, 8, 1536, 0, 151552, 131072, 1e6f, 1e-5f},
-         {}, {1, 1, 2.5f, 3, 1, 0.0f, 0}, quant_type::q4_k},
+         {}, {1, 1, 2.5f, 3, 1, 0.0f, 0, 1}, quant_type::q4_k},
         {"glm-4.6", "GLM-4.6: 92 layers (3 dense) + NextN, 160 experts (8 used) + shared, 200K context",
          {"glm4moe", 92, 5120, 96, 8, 128, 12288, 160, 8, 1536, 0, 151552, 202752, 1e6f, 1e-5f},
-         {}, {1, 1, 2.5f, 3, 1, 0.0f, 0}, quant_type::q4_k},
+         {}, {1, 1, 2.5f, 3, 1, 0.0f, 0, 1}, quant_type::q4_k},
         {"glm-4.5-air", "GLM-4.5-Air: 46 layers (1 dense) + NextN, 128 experts (8 used) + shared",
          {"glm4moe", 46, 4096, 96, 8, 128, 10944, 128, 8, 1408, 0, 151552, 131072, 1e6f, 1e-5f},
-         {}, {1, 1, 1.0f, 1, 1, 0.0f, 0}, quant_type::q8_0},
+         {}, {1, 1, 1.0f, 1, 1, 0.0f, 0, 1}, quant_type::q8_0},
         {"tiny-glm4moe", "test model: glm4moe, 3 layers (1 dense) + NextN, 8 experts (2 used) + shared",
          {"glm4moe", 3, 256, 4, 2, 64, 512, 8, 2, 256, 0, 1024, 4096, 1e6f, 1e-5f},
-         {}, {1, 1, 2.5f, 1, 1, 0.0f, 0}, quant_type::q4_k},
+         {}, {1, 1, 2.5f, 1, 1, 0.0f, 0, 1}, quant_type::q4_k},
     };
     // clang-format on
     for (const row& r : rows) {
         auto hp = r.m.kv_rank ? make_mla_hparams(r.g, r.m, r.r) : with_routing(make_hparams(r.g), r.r);
+        hp.hybrid.nextn_layers = r.r.nextn;
         if (!r.m.kv_rank) {
             hp.rope.n_rot = r.g.head_dim / 2; // partial_rotary_factor 0.5
-            hp.hybrid.nextn_layers = 1;
         }
         out.push_back({r.name, r.description, hp, r.type, false});
     }

@@ -1,7 +1,7 @@
 // Architecture `deepseek2`: DeepSeek-V2/V3/R1 and Kimi-K2. Multi-head latent attention over a latent cache (GGUF's
 // split attn_k_b / attn_v_b), YaRN with its softmax correction, leading dense layers, then experts chosen by
-// grouped sigmoid scores with a selection bias, scaled, beside shared experts added unweighted. NextN layers are
-// not in llama.cpp's deepseek2 files.
+// grouped sigmoid scores with a selection bias, scaled, beside shared experts added unweighted. NextN (MTP) layers,
+// which llama.cpp's converter leaves out of deepseek2 files but its loader accepts, are loaded and not run.
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/blocks.hpp"
 #include "runtime/models/kv_cache.hpp"
@@ -27,6 +27,9 @@ result<void> configure(const gguf::metadata& kv, model_hparams& hp) {
         }
     }
     if (auto r = require_experts(hp); !r) {
+        return r;
+    }
+    if (auto r = read_nextn_layers(kv, hp); !r) { // MTP blocks when the converter kept them
         return r;
     }
     if (auto r = read_mla_hparams(kv, hp); !r) {
@@ -59,10 +62,14 @@ void add_mla_tensors(const model_hparams& hp, std::uint32_t il, std::vector<tens
 std::vector<tensor_spec> tensors(const model_hparams& hp) {
     std::vector<tensor_spec> out;
     add_global_tensors(hp, out);
-    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+    // The main stack, then any NextN blocks (a full layer, its routed experts left on disk, and the NextN tensors).
+    for (std::uint32_t il = 0; il < hp.n_layer + hp.hybrid.nextn_layers; ++il) {
         add_mla_tensors(hp, il, out);
         out.push_back({tensor_name(tensor_kind::ffn_norm, il), {hp.n_embd}, tensor_role::vector});
         add_routed_ffn_tensors(hp, il, out);
+        if (il >= hp.n_layer) {
+            add_nextn_tensors(hp, il, out);
+        }
     }
     return out;
 }

@@ -48,16 +48,7 @@ std::vector<tensor_spec> tensors(const model_hparams& hp) {
     // The NextN blocks: a full layer (its routed experts stay on disk) plus the projection of [embedding; hidden].
     for (std::uint32_t il = hp.n_layer; il < hp.n_layer + hp.hybrid.nextn_layers; ++il) {
         add_layer(hp, il, out);
-        out.push_back(
-            {tensor_name(tensor_kind::nextn_eh_proj, il), {2ull * hp.n_embd, hp.n_embd}, tensor_role::matrix});
-        for (const auto kind :
-             {tensor_kind::nextn_enorm, tensor_kind::nextn_hnorm, tensor_kind::nextn_shared_head_norm}) {
-            out.push_back({tensor_name(kind, il), {hp.n_embd}, tensor_role::vector});
-        }
-        out.push_back(
-            {tensor_name(tensor_kind::nextn_embed_tokens, il), {hp.n_embd, hp.n_vocab}, tensor_role::embedding, true});
-        out.push_back(
-            {tensor_name(tensor_kind::nextn_shared_head_head, il), {hp.n_embd, hp.n_vocab}, tensor_role::matrix, true});
+        add_nextn_tensors(hp, il, out);
     }
     return out;
 }

@@ -178,7 +178,7 @@ void write_moe_family_hparams(const model_hparams& hp, gguf::metadata& kv) {
     kv.set_f32(key(hp, "expert_weights_scale"), r.weights_scale);
     kv.set_u32(key(hp, "leading_dense_block_count"), r.leading_dense);
     kv.set_u32(key(hp, "expert_shared_count"), r.shared_count);
-    if (hp.arch == "glm4moe") {
+    if (hp.arch == "glm4moe" || hp.hybrid.nextn_layers) {
         kv.set_u32(key(hp, "nextn_predict_layers"), hp.hybrid.nextn_layers);
     }
     if (!hp.mla.enabled()) {

@@ -20,7 +20,7 @@ result<void> read_routing_hparams(const gguf::metadata& kv, model_hparams& hp, b
 /// kv_lora_rank, key_length_mla > rope.dimension_count. Errors name the key.
 result<void> read_mla_hparams(const gguf::metadata& kv, model_hparams& hp);
 
-/// Reads nextn_predict_layers (glm4moe): taken off `hp.n_layer` into `hp.hybrid.nextn_layers`.
+/// Reads nextn_predict_layers (glm4moe; deepseek2 files may have it too): taken off `hp.n_layer` into `hp.hybrid.nextn_layers`.
 result<void> read_nextn_layers(const gguf::metadata& kv, model_hparams& hp);
 
 /// Writes the keys the three readers read (for the converter and the model generator).

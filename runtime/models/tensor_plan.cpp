@@ -71,6 +71,17 @@ void add_routed_ffn_tensors(const model_hparams& hp, std::uint32_t il, std::vect
     }
 }
 
+void add_nextn_tensors(const model_hparams& hp, std::uint32_t il, std::vector<tensor_spec>& out) {
+    out.push_back({tensor_name(tensor_kind::nextn_eh_proj, il), {2ull * hp.n_embd, hp.n_embd}, tensor_role::matrix});
+    for (const auto kind : {tensor_kind::nextn_enorm, tensor_kind::nextn_hnorm, tensor_kind::nextn_shared_head_norm}) {
+        out.push_back({tensor_name(kind, il), {hp.n_embd}, tensor_role::vector});
+    }
+    out.push_back(
+        {tensor_name(tensor_kind::nextn_embed_tokens, il), {hp.n_embd, hp.n_vocab}, tensor_role::embedding, true});
+    out.push_back(
+        {tensor_name(tensor_kind::nextn_shared_head_head, il), {hp.n_embd, hp.n_vocab}, tensor_role::matrix, true});
+}
+
 std::vector<tensor_spec> decoder_tensors(const model_hparams& hp) {
     std::vector<tensor_spec> out;
     add_global_tensors(hp, out);

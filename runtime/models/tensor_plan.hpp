@@ -39,6 +39,10 @@ void add_shared_expert_tensors(const model_hparams& hp, std::uint32_t layer, std
 /// into one (no gate). Not the norm before it, whose name differs between the two.
 void add_routed_ffn_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
 
+/// The extra tensors of a NextN (MTP) block at layer `il` (deepseek2, glm4moe): the projection of [embedding;
+/// hidden], its three norms, and the optional embedding and head of its own.
+void add_nextn_tensors(const model_hparams& hp, std::uint32_t layer, std::vector<tensor_spec>& out);
+
 /// The table of a pre-norm decoder as `hp` describes it: globals, then per layer attention and either a
 /// dense FFN or routed experts (plus the shared expert when `hp.shared_expert`). The tensors hook of every
 /// architecture built from the standard blocks.
