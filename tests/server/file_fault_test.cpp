@@ -22,7 +22,7 @@ TEST(file_fault, a_file_truncated_under_a_streaming_server_makes_health_report_t
     std::filesystem::copy_file(tiny_model(), copy, std::filesystem::copy_options::overwrite_existing);
     const std::vector<std::string> plan_args{"--ctx", "512", "--parallel", "1"};
     auto args = plan_args;
-    args.insert(args.end(), {"--memory-budget", std::to_string(streaming_budget(plan_args, 2)), "--disk-bandwidth", "1"});
+    args.insert(args.end(), {"--memory-budget", std::to_string(streaming_budget(plan_args, 4)), "--disk-bandwidth", "1"});
     server_process server(args, copy);
     const auto healthy = send_request(server.port(), "GET", "/health");
     ASSERT_EQ(healthy.status, 200) << healthy.body;
