@@ -7,6 +7,7 @@
 #include "runtime/models/hybrid_hparams.hpp"
 #include "runtime/models/kv_cache.hpp"
 #include "runtime/models/tensor_names.hpp"
+#include "runtime/models/tensor_plan.hpp"
 
 namespace sluice::models {
 
@@ -85,14 +86,7 @@ void add_nextn(const model_hparams& hp, std::uint32_t il, std::vector<tensor_spe
     out.push_back({tensor_name(tensor_kind::attn_norm, il), {hp.n_embd}, tensor_role::vector});
     add_gated_attention(hp, il, out);
     add_ffn(hp, il, out);
-    out.push_back({tensor_name(tensor_kind::nextn_eh_proj, il), {2ull * hp.n_embd, hp.n_embd}, tensor_role::matrix});
-    for (const auto kind : {tensor_kind::nextn_enorm, tensor_kind::nextn_hnorm, tensor_kind::nextn_shared_head_norm}) {
-        out.push_back({tensor_name(kind, il), {hp.n_embd}, tensor_role::vector});
-    }
-    out.push_back(
-        {tensor_name(tensor_kind::nextn_embed_tokens, il), {hp.n_embd, hp.n_vocab}, tensor_role::embedding, true});
-    out.push_back(
-        {tensor_name(tensor_kind::nextn_shared_head_head, il), {hp.n_embd, hp.n_vocab}, tensor_role::matrix, true});
+    add_nextn_tensors(hp, il, out);
 }
 
 std::vector<tensor_spec> tensors(const model_hparams& hp) {

@@ -5,6 +5,7 @@
 #include "runtime/engine/session.hpp"
 #include "tests/cli/scratch.hpp"
 #include "tests/engine/tiny_model.hpp"
+#include "tests/fidelity/reference_fixture.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -20,28 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path reference_dir = fs::path(SLUICE_SOURCE_DIR) / "tests" / "fixtures" / "reference";
-
-boost::json::object reference_of(const std::string& name) {
-    std::ifstream in(reference_dir / name / "reference.json");
-    return boost::json::parse(std::string(std::istreambuf_iterator<char>(in), {})).as_object();
-}
-
-std::vector<float> floats_of(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    const std::string raw(std::istreambuf_iterator<char>(in), {});
-    std::vector<float> out(raw.size() / sizeof(float));
-    std::memcpy(out.data(), raw.data(), out.size() * sizeof(float));
-    return out;
-}
-
-std::vector<std::int32_t> ids_of(const boost::json::value& v) {
-    std::vector<std::int32_t> out;
-    for (const auto& x : v.as_array()) {
-        out.push_back(static_cast<std::int32_t>(x.to_number<std::int64_t>()));
-    }
-    return out;
-}
+const fs::path reference_dir = test::reference_root();
+using test::floats_of;
+using test::ids_of;
 
 /// Sluice's conversion of the fixture at `type`, in this process's scratch folder.
 fs::path converted(const std::string& name, convert::output_type type, const std::string& type_name) {
@@ -96,7 +78,7 @@ class hybrid : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(hybrid, llamacpp_converted_file_loads_and_matches_sluice_conversion) {
     const std::string name = GetParam();
-    const auto ref = reference_of(name);
+    const auto ref = test::reference_json(name);
     const auto ids = ids_of(ref.at("sequences").as_array()[0]);
     const std::vector<std::size_t> whole{0, ids.size()};
     const auto theirs = logits_in_pieces(
@@ -114,7 +96,7 @@ TEST_P(hybrid, llamacpp_converted_file_loads_and_matches_sluice_conversion) {
 
 TEST_P(hybrid, state_carries_through_prefill_chunk_and_decode_like_transformers_cache) {
     const std::string name = GetParam();
-    const auto ref = reference_of(name);
+    const auto ref = test::reference_json(name);
     const auto& cached = ref.at("cached").as_object();
     const auto ids = ids_of(ref.at("sequences").as_array()[cached.at("sequence").to_number<std::size_t>()]);
     const auto prefill = cached.at("prefill").to_number<std::size_t>();
