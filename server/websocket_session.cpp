@@ -7,6 +7,7 @@
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
 #include "server/prompt.hpp"
+#include "server/websocket_message.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -28,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 
 namespace sluice::server {
 namespace {
@@ -252,53 +254,24 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
     c->child_ended();
 }
 
-/// Validates a request message as the REST routes do (the prompt is rendered by run_request, off the event
-/// loop); the request ready to run, or the error to send.
-api_result<completion_request> validate_request(const json::object& msg, completion_kind& kind, server_state& st) {
-    const auto* endpoint = msg.if_contains("endpoint");
-    if (endpoint == nullptr || !endpoint->is_string() ||
-        (endpoint->as_string() != "chat" && endpoint->as_string() != "completions")) {
-        return bad_request("'endpoint' must be \"chat\" or \"completions\"", "endpoint");
-    }
-    kind = endpoint->as_string() == "chat" ? completion_kind::chat : completion_kind::completion;
-    const auto* body = msg.if_contains("body");
-    if (body == nullptr || !body->is_object()) {
-        return bad_request("'body' must be an object (the REST request body)", "body");
-    }
-    auto parsed = parse_completion_request(json::serialize(*body), kind, st.seeds());
-    if (!parsed) {
-        return parsed.error();
-    }
-    return std::move(*parsed);
-}
-
 /// Handles one text message from the client.
 void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view text) {
-    auto parsed = parse_json_object(text);
-    if (!parsed) {
-        c->send(error_event(nullptr, parsed.error()));
+    ws_message msg = parse_ws_message(text, c->st.seeds());
+    if (auto* bad = std::get_if<ws_message_error>(&msg)) {
+        c->send(error_event(bad->id ? &*bad->id : nullptr, bad->error));
         return;
     }
-    const json::object& msg = *parsed;
-    const auto* id_value = msg.if_contains("id");
-    if (id_value == nullptr || !id_value->is_string() || id_value->as_string().empty()) {
-        c->send(error_event(nullptr, bad_request("'id' must be a non-empty string", "id")));
-        return;
-    }
-    const std::string id(id_value->as_string());
-    const auto* type = msg.if_contains("type");
-    if (type != nullptr && type->is_string() && type->as_string() == "cancel") {
-        if (auto it = c->active.find(id); it != c->active.end()) {
+    if (auto* cancel = std::get_if<ws_cancel>(&msg)) {
+        if (auto it = c->active.find(cancel->id); it != c->active.end()) {
             it->second->emit(asio::cancellation_type::terminal);
         } else {
-            c->send(error_event(&id, bad_request("no running request has id '" + id + "'", "id", "unknown_id")));
+            c->send(error_event(&cancel->id, bad_request("no running request has id '" + cancel->id + "'", "id",
+                                                         "unknown_id")));
         }
         return;
     }
-    if (type == nullptr || !type->is_string() || type->as_string() != "request") {
-        c->send(error_event(&id, bad_request("'type' must be \"request\" or \"cancel\"", "type")));
-        return;
-    }
+    auto& req = std::get<ws_request>(msg);
+    const std::string& id = req.id;
     if (c->draining) {
         c->send(error_event(&id, shutdown_error()));
         return;
@@ -307,12 +280,7 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
         c->send(error_event(&id, bad_request("a request with id '" + id + "' is still running", "id", "duplicate_id")));
         return;
     }
-    completion_kind kind = completion_kind::chat;
-    auto creq = validate_request(msg, kind, c->st);
-    if (!creq) {
-        c->send(error_event(&id, creq.error()));
-        return;
-    }
+    const completion_kind kind = req.request.kind;
     response_meta meta{
         kind, make_response_id(kind), c->st.model_name,
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
@@ -320,7 +288,7 @@ void handle_message(const std::shared_ptr<ws_connection>& c, std::string_view te
     auto sig = std::make_shared<asio::cancellation_signal>();
     c->active.emplace(id, sig);
     ++c->children;
-    asio::co_spawn(c->ws.get_executor(), run_request(c, id, c->next_ticket++, std::move(*creq), std::move(meta)),
+    asio::co_spawn(c->ws.get_executor(), run_request(c, id, c->next_ticket++, std::move(req.request), std::move(meta)),
                    asio::bind_cancellation_slot(sig->slot(), asio::detached));
 }
 

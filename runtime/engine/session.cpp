@@ -75,6 +75,14 @@ struct session::state {
     /// Goes back to the longest reusable prefix of at most `want` tokens and returns its length: any prefix when
     /// no layer is recurrent, else the latest checkpoint at or before `want` (0 when none).
     std::uint32_t rewind(std::uint32_t want);
+    /// After a forward pass that failed or was cancelled part-way. Attention rows past size() were never committed,
+    /// but a recurrent layer updates its state in place, so that state may hold part of the lost tokens: the
+    /// sequence goes back to its latest checkpoint (or to empty).
+    void drop_partial_step();
+    /// Restores the latest checkpoint at or before `want` (or empties the cache); returns the position reached.
+    std::uint32_t restore_checkpoint(std::uint32_t want);
+    /// Drops the checkpoints and history past `reached` (the cache's new size); returns it.
+    std::uint32_t forget_past(std::uint32_t reached);
     /// Prefills `tokens` after the history, taking a checkpoint every checkpoint_interval positions.
     boost::asio::awaitable<result<void>> prefill(std::span<const std::int32_t> tokens, std::vector<float>& logits);
 };
@@ -96,23 +104,36 @@ void session::state::save_checkpoint() {
 std::uint32_t session::state::rewind(std::uint32_t want) {
     if (cache_.can_truncate(want)) {
         cache_.truncate(want);
-    } else {
-        const state_checkpoint* best = nullptr;
-        for (const auto& c : checkpoints_) {
-            if (c.pos <= want && cache_.can_restore() && (!best || c.pos > best->pos)) {
-                best = &c;
-            }
-        }
-        if (best) {
-            cache_.restore(best->pos, best->states);
-        } else {
-            cache_.truncate(0); // nothing saved on this prefix: start over
+        return forget_past(cache_.size());
+    }
+    return restore_checkpoint(want);
+}
+
+std::uint32_t session::state::restore_checkpoint(std::uint32_t want) {
+    const state_checkpoint* best = nullptr;
+    for (const auto& c : checkpoints_) {
+        if (c.pos <= want && c.pos <= cache_.size() && cache_.can_restore() && (!best || c.pos > best->pos)) {
+            best = &c;
         }
     }
-    const auto reached = cache_.size();
+    if (best) {
+        cache_.restore(best->pos, best->states);
+    } else {
+        cache_.truncate(0); // nothing saved on this prefix: start over
+    }
+    return forget_past(cache_.size());
+}
+
+std::uint32_t session::state::forget_past(std::uint32_t reached) {
     std::erase_if(checkpoints_, [&](const state_checkpoint& c) { return c.pos > reached; });
     history_.resize(reached);
     return reached;
+}
+
+void session::state::drop_partial_step() {
+    if (cache_.has_state()) {
+        restore_checkpoint(cache_.size());
+    }
 }
 
 boost::asio::awaitable<result<void>> session::state::prefill(std::span<const std::int32_t> tokens,
@@ -126,6 +147,7 @@ boost::asio::awaitable<result<void>> session::state::prefill(std::span<const std
         }
         auto r = co_await runner_.forward(cache_, tokens.first(n), models::logits_mode::last, logits);
         if (!r) {
+            drop_partial_step();
             co_return r;
         }
         history_.insert(history_.end(), tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n));
@@ -143,6 +165,9 @@ struct token_stream::state {
     boost::asio::awaitable<result<std::optional<token_event>>> next_step();
     boost::asio::awaitable<result<void>> start();
     std::optional<token_event> finish(finish_reason reason);
+    /// Ends the stream after a failed step: the error, or a cancelled finish when the consumer had cancelled
+    /// (which is why a read or a wait failed).
+    result<std::optional<token_event>> fail(error e, bool was_cancelled);
     std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
                                           double ms);
     [[nodiscard]] model& owner() const noexcept { return *seq_->model_; }
@@ -296,6 +321,16 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     co_return result<void>{};
 }
 
+result<std::optional<token_event>> token_stream::state::fail(error e, bool was_cancelled) {
+    ended_ = true;
+    if (was_cancelled) {
+        summary_.finished = true;
+        summary_.reason = finish_reason::cancelled;
+        return std::optional<token_event>{};
+    }
+    return e;
+}
+
 std::optional<token_event> token_stream::state::finish(finish_reason reason) {
     ended_ = true;
     seq_->save_checkpoint(); // the generation's end: the next prompt usually repeats it
@@ -358,8 +393,9 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
     const auto t0 = clock_type::now();
     if (!started_) {
         if (auto r = co_await start(); !r) {
-            ended_ = true;
-            co_return r.error();
+            // (GCC 12: no temporaries in a co_await's operands, so the error is taken apart first.)
+            const bool was_cancelled = co_await cancelled();
+            co_return fail(r.error(), was_cancelled);
         }
     }
     if (co_await cancelled()) {
@@ -376,8 +412,9 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
         const std::int32_t last = generated_.back();
         auto r = co_await seq_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
         if (!r) {
-            ended_ = true;
-            co_return r.error();
+            seq_->drop_partial_step();
+            const bool was_cancelled = co_await cancelled();
+            co_return fail(r.error(), was_cancelled);
         }
         seq_->history_.push_back(last);
         pending_ = true;
