@@ -4,7 +4,8 @@
 #
 # Usage: bench/engine/vs_llamacpp.sh MODEL.gguf LLAMA_BENCH [threads=2] [reps=3]
 # LLAMA_BENCH: a llama-bench binary (built from llama.cpp with -DGGML_NATIVE=ON, CPU only). Needs jq.
-# Sluice runs with --memory-budget ${BUDGET:-20GiB}, enough to hold the 17 GB model resident.
+# Sluice runs with --memory-budget ${BUDGET:-20GiB}, enough to hold the 17 GB model resident. PROMPTS (default 64,512)
+# are the prefill lengths, GEN (default 32) the decode length.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${1:?model}
@@ -12,11 +13,14 @@ llama=${2:?llama-bench binary}
 threads=${3:-2}
 reps=${4:-3}
 sluice=${SLUICE:-$root/build/release/cli/sluice}
+prompts=${PROMPTS:-64,512}
+gen=${GEN:-32}
+read -ra prompt_list <<<"${prompts//,/ }"
 
 for round in 1 2; do
-    "$llama" -m "$model" -t "$threads" -p 64,512 -n 32 -r "$reps" -o json |
+    "$llama" -m "$model" -t "$threads" -p "$prompts" -n "$gen" -r "$reps" -o json |
         jq -r --arg r "$round" '.[] | "llama.cpp round \($r) " +
             (if .n_prompt > 0 then "pp\(.n_prompt)" else "tg\(.n_gen)" end) + " \(.avg_ts) tok/s (\(.stddev_ts))"'
-    "$sluice" bench -m "$model" --threads "$threads" -n 32 -r "$reps" --memory-budget "${BUDGET:-20GiB}" --json |
+    "$sluice" bench -m "$model" --threads "$threads" -p "${prompt_list[@]}" -n "$gen" -r "$reps" --memory-budget "${BUDGET:-20GiB}" --json |
         jq -r --arg r "$round" '.results[] | "sluice    round \($r) \(.test) \(.tokens_per_s.mean) tok/s (\(.tokens_per_s.stddev))"'
 done
