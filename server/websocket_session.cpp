@@ -269,6 +269,15 @@ api_result<completion_request> validate_request(const json::object& msg, complet
     if (!parsed) {
         return parsed.error();
     }
+    // Deltas here are plain text of one choice; the REST routes carry choices, logprobs and parsed output.
+    if (parsed->n != 1) {
+        return bad_request("body.n: only 1 is supported on /v1/ws (use the REST routes for n > 1)", "body.n",
+                           "unsupported_value");
+    }
+    if (parsed->logprobs) {
+        return bad_request("body.logprobs is not supported on /v1/ws (use the REST routes)", "body.logprobs",
+                           "unsupported_value");
+    }
     return std::move(*parsed);
 }
 
