@@ -2,6 +2,7 @@
 #include "server/completion_handler.hpp"
 
 #include "base/async_event.hpp"
+#include "server/choice_output.hpp"
 #include "server/openai_response.hpp"
 #include "server/prompt.hpp"
 #include "server/sse.hpp"
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace sluice::server {
 namespace {
@@ -72,37 +74,60 @@ asio::awaitable<void> watch_disconnect(tcp::socket& socket) {
     co_await never.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
-/// Pulls the whole generation and answers one JSON object.
-asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request& req, server_state& st,
-                                   token_stream& tokens, const response_meta& meta, token_clock& clock) {
-    std::string text;
-    for (;;) {
-        auto ev = co_await tokens.next();
-        if (!ev) {
-            log_generation(meta, "error", tokens.summary());
-            const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};
-            auto res = error_response(e, req.version(), req.keep_alive());
+/// Choice `index` of `creq`: its own seed (seed + index), so choices differ and each stays reproducible.
+generate_request choice_request(const completion_request& creq, std::uint32_t index) {
+    generate_request g = creq.generate;
+    g.sampling.seed += index;
+    return g;
+}
+
+/// Generates every choice one after another on the slot's session (each reuses the prompt's cache) and answers
+/// one JSON object.
+asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request& req, server_state& st, session& sess,
+                                   const completion_request& creq, const response_meta& meta,
+                                   const output_reading& reading, token_clock& clock, generation_summary& total) {
+    std::vector<choice_output> outputs;
+    std::vector<finished_choice> finished;
+    outputs.reserve(creq.n);
+    for (std::uint32_t i = 0; i < creq.n; ++i) {
+        auto tokens = sess.generate(choice_request(creq, i));
+        auto& out = outputs.emplace_back(creq, reading, sess.owner().vocab());
+        for (;;) {
+            auto ev = co_await tokens.next();
+            if (!ev) {
+                log_generation(meta, "error", tokens.summary());
+                const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};
+                auto res = error_response(e, req.version(), req.keep_alive());
+                co_return co_await write_response(stream, std::move(res), st.options.timeout);
+            }
+            if (!*ev) {
+                break;
+            }
+            if ((*ev)->token >= 0) {
+                clock.on_token();
+            }
+            out.on_event(**ev);
+        }
+        out.finish();
+        const auto& s = tokens.summary();
+        if (i == 0) {
+            total = s;
+        } else {
+            add_choice_summary(total, s);
+        }
+        if (s.reason == finish_reason::cancelled && st.stopping) {
+            log_generation(meta, "shutdown", total);
+            auto res = error_response(shutdown_error(), req.version(), false);
             co_return co_await write_response(stream, std::move(res), st.options.timeout);
         }
-        if (!*ev) {
-            break;
+        if (s.reason == finish_reason::cancelled) {
+            log_generation(meta, "cancelled", total);
+            co_return false;
         }
-        if ((*ev)->token >= 0) {
-            clock.on_token();
-        }
-        text += (*ev)->text;
+        finished.push_back(finished_choice{&out, std::string(choice_finish_reason(s, out))});
     }
-    const auto& s = tokens.summary();
-    if (s.reason == finish_reason::cancelled && st.stopping) {
-        log_generation(meta, "shutdown", s);
-        auto res = error_response(shutdown_error(), req.version(), false);
-        co_return co_await write_response(stream, std::move(res), st.options.timeout);
-    }
-    log_generation(meta, finish_reason_name(s.reason), s);
-    if (s.reason == finish_reason::cancelled) {
-        co_return false;
-    }
-    auto res = json_response(full_response(meta, text, s), req.version(), req.keep_alive());
+    log_generation(meta, finish_reason_name(total.reason), total);
+    auto res = json_response(full_response(meta, finished, total), req.version(), req.keep_alive());
     co_return co_await write_response(stream, std::move(res), st.options.timeout);
 }
 
@@ -113,23 +138,27 @@ asio::awaitable<bool> send_in_parallel(sse_writer& out, std::string_view event) 
     co_return co_await out.send(event);
 }
 
-/// Streams the generation as SSE. Each token's event is written while the next token is computed: the write (a
+/// The SSE events of `d` for choice `index`, concatenated (empty when it carries nothing).
+std::string delta_events(const response_meta& meta, std::size_t index, const choice_delta& d) {
+    std::string events;
+    for (const auto& c : delta_chunks(meta, index, d)) {
+        events += sse_event(c);
+    }
+    return events;
+}
+
+/// Streams choice `index`. Each token's events are written while the next token is computed: the write (a
 /// loopback send alone costs tens of microseconds, more with caches cold after a decode step) overlaps the
 /// compute instead of adding to every token's latency. A failed write stops pulling tokens after the step in
-/// flight, which stops the compute.
-asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_request& req, server_state& st,
-                                      token_stream& tokens, const response_meta& meta, bool include_usage,
-                                      token_clock& clock) {
+/// flight, which stops the compute. False when the stream must end (error, failed write, cancellation).
+asio::awaitable<bool> stream_choice(sse_writer& out, token_stream& tokens, choice_output& output,
+                                    const response_meta& meta, std::size_t index, token_clock& clock) {
     using namespace asio::experimental::awaitable_operators;
-    sse_writer out(stream, st.options.timeout, req.version(), req.keep_alive());
-    if (!co_await out.start()) {
-        co_return false;
-    }
     if (meta.kind == completion_kind::chat) {
-        const std::string role = sse_event(text_chunk(meta, "", true)); // OpenAI's first delta: the role
+        const std::string role = sse_event(role_chunk(meta, index)); // OpenAI's first delta: the role
         co_await out.send(role);
     }
-    std::string pending; // the previous token's event, written while the next token is computed
+    std::string pending; // the previous token's events, written while the next token is computed
     while (out.ok()) {
         result<std::optional<token_event>> ev = std::optional<token_event>{};
         if (pending.empty()) {
@@ -153,32 +182,55 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
         if ((*ev)->token >= 0) {
             clock.on_token();
         }
-        if (!(*ev)->text.empty()) {
-            pending = sse_event(text_chunk(meta, (*ev)->text, false));
-        }
+        pending = delta_events(meta, index, output.on_event(**ev));
     }
+    pending += delta_events(meta, index, output.finish());
     if (!pending.empty()) {
         co_await out.send(pending);
     }
-    const auto& s = tokens.summary();
-    if (out.ok() && s.reason == finish_reason::cancelled && st.stopping) {
-        // Stopped by the shutdown: the client gets an error event and [DONE], not a cut stream.
-        log_generation(meta, "shutdown", s);
-        const std::string event = sse_event(error_body(shutdown_error()));
-        co_await out.send(event);
-        co_await out.send(sse_done);
-        co_await out.finish();
+    co_return true;
+}
+
+/// Streams every choice, one after another, then the usage chunk and [DONE].
+asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_request& req, server_state& st,
+                                      session& sess, const completion_request& creq, const response_meta& meta,
+                                      const output_reading& reading, token_clock& clock, generation_summary& total) {
+    sse_writer out(stream, st.options.timeout, req.version(), req.keep_alive());
+    if (!co_await out.start()) {
         co_return false;
     }
-    if (!out.ok() || s.reason == finish_reason::cancelled) {
-        log_generation(meta, "disconnected", s);
-        co_return false;
+    for (std::uint32_t i = 0; i < creq.n; ++i) {
+        auto tokens = sess.generate(choice_request(creq, i));
+        choice_output output(creq, reading, sess.owner().vocab());
+        const bool streamed = co_await stream_choice(out, tokens, output, meta, i, clock);
+        const auto& s = tokens.summary();
+        if (i == 0) {
+            total = s;
+        } else {
+            add_choice_summary(total, s);
+        }
+        if (!streamed) {
+            co_return false;
+        }
+        if (out.ok() && s.reason == finish_reason::cancelled && st.stopping) {
+            // Stopped by the shutdown: the client gets an error event and [DONE], not a cut stream.
+            log_generation(meta, "shutdown", total);
+            const std::string event = sse_event(error_body(shutdown_error()));
+            co_await out.send(event);
+            co_await out.send(sse_done);
+            co_await out.finish();
+            co_return false;
+        }
+        if (!out.ok() || s.reason == finish_reason::cancelled) {
+            log_generation(meta, "disconnected", total);
+            co_return false;
+        }
+        const std::string last = sse_event(final_chunk(meta, i, choice_finish_reason(s, output), s));
+        co_await out.send(last);
     }
-    log_generation(meta, finish_reason_name(s.reason), s);
-    const std::string last = sse_event(final_chunk(meta, s));
-    co_await out.send(last);
-    if (include_usage) {
-        const std::string usage = sse_event(usage_chunk(meta, s));
+    log_generation(meta, finish_reason_name(total.reason), total);
+    if (creq.include_usage) {
+        const std::string usage = sse_event(usage_chunk(meta, total));
         co_await out.send(usage);
     }
     co_await out.send(sse_done);
@@ -189,7 +241,7 @@ asio::awaitable<bool> answer_streamed(beast::tcp_stream& stream, const http_requ
 /// Waits for a slot, then generates and answers. Runs raced against watch_disconnect: cancellation (the
 /// client left) ends the queue wait or the token stream after the current step.
 asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_request& req, server_state& st,
-                                          completion_request creq, response_meta meta) {
+                                          completion_request creq, response_meta meta, output_reading reading) {
     co_await asio::this_coro::throw_if_cancelled(false);
     token_clock clock(st.metrics, token_clock::clock::now());
     auto acquired = co_await st.slots.acquire();
@@ -207,15 +259,16 @@ asio::awaitable<bool> generate_and_answer(beast::tcp_stream& stream, const http_
         auto res = error_response(shutdown_error(), req.version(), false);
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
-    auto tokens = acquired.lease->sess().generate(std::move(creq.generate));
+    session& sess = acquired.lease->sess();
+    generation_summary total;
     bool keep = false;
     if (creq.stream) {
-        keep = co_await answer_streamed(stream, req, st, tokens, meta, creq.include_usage, clock);
+        keep = co_await answer_streamed(stream, req, st, sess, creq, meta, reading, clock, total);
     } else {
-        keep = co_await answer_whole(stream, req, st, tokens, meta, clock);
+        keep = co_await answer_whole(stream, req, st, sess, creq, meta, reading, clock, total);
     }
-    st.metrics.prompt_tokens += tokens.summary().prompt_tokens;
-    st.metrics.generated_tokens += tokens.summary().completion_tokens;
+    st.metrics.prompt_tokens += total.prompt_tokens;
+    st.metrics.generated_tokens += total.completion_tokens;
     co_return keep;
 }
 
@@ -245,6 +298,7 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
         auto res = error_response(prompt.error(), version, keep_alive);
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
+    auto reading = output_reading_for(*st.loaded, *parsed, *prompt);
     parsed->generate.prompt_tokens = std::move(*prompt);
     response_meta meta{
         kind, make_response_id(kind), st.model_name,
@@ -252,7 +306,7 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
         parsed->include_usage};
 
     using namespace asio::experimental::awaitable_operators;
-    auto work = generate_and_answer(stream, req, st, std::move(*parsed), std::move(meta));
+    auto work = generate_and_answer(stream, req, st, std::move(*parsed), std::move(meta), std::move(reading));
     auto watch = watch_disconnect(stream.socket());
     auto outcome = co_await (std::move(work) || std::move(watch));
     if (outcome.index() == 0) {

@@ -23,6 +23,8 @@ namespace json = boost::json;
 using maybe_error = std::optional<api_error>;
 
 constexpr std::int64_t max_int32 = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t max_choices = 128;     ///< OpenAI's limit on n
+constexpr std::int64_t max_top_logprobs = 20; ///< OpenAI's limit on top_logprobs
 
 std::string_view kind_name(const json::value& v) {
     switch (v.kind()) {
@@ -177,13 +179,34 @@ api_result<std::string> read_content(const json::value& v, const std::string& wh
     return text;
 }
 
+/// A previous turn's tool calls for the template: `function.arguments` sent as a JSON string (as OpenAI returns
+/// it) becomes the object it holds, since templates iterate it (`arguments|items`) or print it with tojson.
+json::array history_tool_calls(const json::array& calls) {
+    json::array out = calls;
+    for (auto& call : out) {
+        auto* fn = call.is_object() ? call.get_object().if_contains("function") : nullptr;
+        auto* args = fn && fn->is_object() ? fn->get_object().if_contains("arguments") : nullptr;
+        if (args == nullptr || !args->is_string()) {
+            continue;
+        }
+        boost::system::error_code ec;
+        auto parsed = json::parse(args->get_string(), ec);
+        if (!ec && parsed.is_object()) {
+            *args = std::move(parsed);
+        }
+    }
+    return out;
+}
+
 api_result<json::object> read_message(const json::value& v, std::size_t index) {
     const std::string where = "messages[" + std::to_string(index) + "]";
     if (!v.is_object()) {
         return wrong_type(where, "an object", v);
     }
     const auto& in = v.get_object();
-    static constexpr std::array<std::string_view, 5> keys{"role", "content", "name", "tool_calls", "tool_call_id"};
+    static constexpr std::array<std::string_view, 8> keys{"role",         "content",           "name",
+                                                          "tool_calls",   "tool_call_id",      "reasoning_content",
+                                                          "refusal",      "annotations"};
     if (auto e = reject_unknown(in, keys, where + ".")) {
         return *e;
     }
@@ -221,7 +244,16 @@ api_result<json::object> read_message(const json::value& v, std::size_t index) {
             return bad_request(where + ".tool_calls must be an array on an assistant message", where + ".tool_calls",
                                "invalid_type");
         }
-        out["tool_calls"] = *tool_calls;
+        out["tool_calls"] = history_tool_calls(tool_calls->get_array());
+    }
+    if (const auto* reasoning = find(in, "reasoning_content")) {
+        if (r != "assistant" || !reasoning->is_string()) {
+            return bad_request(where + ".reasoning_content must be a string on an assistant message",
+                               where + ".reasoning_content", "invalid_type");
+        }
+        // Qwen-style templates read reasoning_content; gpt-oss's reads thinking.
+        out["reasoning_content"] = *reasoning;
+        out["thinking"] = *reasoning;
     }
     for (const std::string_view key : {"name", "tool_call_id"}) {
         if (const auto* s = find(in, key)) {
@@ -255,18 +287,34 @@ maybe_error read_messages(const json::object& o, generate_request& g) {
     return std::nullopt;
 }
 
-/// `tools` goes to the chat template as the variable `tools` (through template_kwargs); tool_choice "none"
-/// leaves it out.
-maybe_error read_tools(const json::object& o, generate_request& g) {
-    std::string choice = "auto";
-    if (const auto* c = find(o, "tool_choice")) {
-        if (!c->is_string() || (c->get_string() != "auto" && c->get_string() != "none")) {
-            return bad_request("tool_choice must be \"auto\" or \"none\"", "tool_choice", "unsupported_value");
-        }
-        choice = std::string(c->get_string());
+/// tool_choice: "auto" (the default) and "none" (the tools are not rendered and nothing is parsed as a call);
+/// "required" and a named function need constrained decoding and are refused until it exists.
+maybe_error read_tool_choice(const json::object& o, std::string& choice) {
+    const auto* c = find(o, "tool_choice");
+    if (c == nullptr) {
+        return std::nullopt;
     }
-    bool parallel = true;
-    if (auto e = read_bool(o, "parallel_tool_calls", parallel)) {
+    if (c->is_string() && (c->get_string() == "auto" || c->get_string() == "none")) {
+        choice = std::string(c->get_string());
+        return std::nullopt;
+    }
+    if ((c->is_string() && c->get_string() == "required") || c->is_object()) {
+        return bad_request("tool_choice " + std::string(c->is_string() ? "\"required\"" : "naming a function") +
+                               " is not supported yet: forcing a call needs constrained decoding; use \"auto\"",
+                           "tool_choice", "unsupported_value");
+    }
+    return bad_request("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}",
+                       "tool_choice", "invalid_value");
+}
+
+/// `tools` goes to the chat template as the variable `tools` (through template_kwargs) and to the tool-call
+/// parser; tool_choice "none" leaves them out of both.
+maybe_error read_tools(const json::object& o, completion_request& out) {
+    std::string choice = "auto";
+    if (auto e = read_tool_choice(o, choice)) {
+        return e;
+    }
+    if (auto e = read_bool(o, "parallel_tool_calls", out.parallel_tool_calls)) {
         return e;
     }
     const auto* tools = find(o, "tools");
@@ -293,7 +341,40 @@ maybe_error read_tools(const json::object& o, generate_request& g) {
         }
     }
     if (choice != "none" && !tools->get_array().empty()) {
-        g.template_kwargs["tools"] = *tools;
+        out.generate.template_kwargs["tools"] = *tools;
+        out.tools = tools->get_array();
+        out.parse_tool_calls = true;
+    }
+    return std::nullopt;
+}
+
+/// reasoning_effort (gpt-oss templates read it) and chat_template_kwargs, both chat-template variables; the
+/// kwargs come last and win.
+maybe_error read_template_options(const json::object& o, generate_request& g) {
+    if (const auto* effort = find(o, "reasoning_effort")) {
+        static constexpr std::array<std::string_view, 4> efforts{"minimal", "low", "medium", "high"};
+        if (!effort->is_string() ||
+            std::find(efforts.begin(), efforts.end(), std::string_view(effort->get_string())) == efforts.end()) {
+            return bad_request("reasoning_effort must be one of \"minimal\", \"low\", \"medium\", \"high\"",
+                               "reasoning_effort", "invalid_value");
+        }
+        g.template_kwargs["reasoning_effort"] = *effort;
+    }
+    const auto* kwargs = find(o, "chat_template_kwargs");
+    if (kwargs == nullptr) {
+        return std::nullopt;
+    }
+    if (!kwargs->is_object()) {
+        return wrong_type("chat_template_kwargs", "an object", *kwargs);
+    }
+    static constexpr std::array<std::string_view, 5> reserved{"messages", "tools", "add_generation_prompt",
+                                                              "bos_token", "eos_token"};
+    for (const auto& kv : kwargs->get_object()) {
+        if (std::find(reserved.begin(), reserved.end(), kv.key()) != reserved.end()) {
+            const std::string name = "chat_template_kwargs." + std::string(kv.key());
+            return bad_request(name + " is set by the server and cannot be overridden", name, "invalid_value");
+        }
+        g.template_kwargs[kv.key()] = kv.value();
     }
     return std::nullopt;
 }
@@ -341,19 +422,24 @@ maybe_error read_stop(const json::object& o, generate_request& g) {
     return std::nullopt;
 }
 
-/// Fields accepted only with the one value the server implements (n = 1, logprobs off, ...).
-maybe_error read_fixed_fields(const json::object& o, completion_kind kind) {
+/// n, logprobs and top_logprobs; the fields accepted only with the one value the server implements.
+maybe_error read_choices_and_logprobs(const json::object& o, completion_request& out) {
     std::optional<std::int64_t> n;
-    if (auto e = read_int(o, "n", 1, 1, n)) {
-        return bad_request("n: only 1 is supported", "n", "unsupported_value");
+    if (auto e = read_int(o, "n", 1, max_choices, n)) {
+        return e;
     }
-    if (kind == completion_kind::completion) {
-        if (auto e = read_int(o, "best_of", 1, 1, n)) {
+    out.n = n ? static_cast<std::uint32_t>(*n) : 1u;
+    std::optional<std::int64_t> top;
+    if (out.kind == completion_kind::completion) {
+        std::optional<std::int64_t> best_of;
+        if (auto e = read_int(o, "best_of", 1, 1, best_of)) {
             return bad_request("best_of: only 1 is supported", "best_of", "unsupported_value");
         }
-        if (find(o, "logprobs") != nullptr) {
-            return bad_request("logprobs is not supported", "logprobs", "unsupported_value");
+        if (auto e = read_int(o, "logprobs", 0, max_top_logprobs, top)) {
+            return e;
         }
+        out.logprobs = top.has_value();
+        out.top_logprobs = top ? static_cast<std::uint32_t>(*top) : 0u;
         if (find(o, "suffix") != nullptr) {
             return bad_request("suffix is not supported", "suffix", "unsupported_value");
         }
@@ -364,25 +450,26 @@ maybe_error read_fixed_fields(const json::object& o, completion_kind kind) {
         if (echo) {
             return bad_request("echo is not supported", "echo", "unsupported_value");
         }
-        return std::nullopt;
-    }
-    bool logprobs = false;
-    if (auto e = read_bool(o, "logprobs", logprobs)) {
-        return e;
-    }
-    if (logprobs) {
-        return bad_request("logprobs is not supported", "logprobs", "unsupported_value");
-    }
-    if (auto e = read_int(o, "top_logprobs", 0, 0, n)) {
-        return bad_request("top_logprobs is not supported", "top_logprobs", "unsupported_value");
-    }
-    if (const auto* rf = find(o, "response_format")) {
-        const json::value* type = rf->is_object() ? find(rf->get_object(), "type") : nullptr;
-        if (type == nullptr || !type->is_string() || type->get_string() != "text") {
-            return bad_request("response_format.type: only \"text\" is supported", "response_format.type",
-                               "unsupported_value");
+    } else {
+        if (auto e = read_bool(o, "logprobs", out.logprobs)) {
+            return e;
+        }
+        if (auto e = read_int(o, "top_logprobs", 0, max_top_logprobs, top)) {
+            return e;
+        }
+        if (top && !out.logprobs) {
+            return bad_request("top_logprobs requires logprobs to be true", "top_logprobs", "invalid_value");
+        }
+        out.top_logprobs = top ? static_cast<std::uint32_t>(*top) : 0u;
+        if (const auto* rf = find(o, "response_format")) {
+            const json::value* type = rf->is_object() ? find(rf->get_object(), "type") : nullptr;
+            if (type == nullptr || !type->is_string() || type->get_string() != "text") {
+                return bad_request("response_format.type: only \"text\" is supported", "response_format.type",
+                                   "unsupported_value");
+            }
         }
     }
+    out.generate.top_logprobs = out.top_logprobs;
     return std::nullopt;
 }
 
@@ -470,7 +557,9 @@ maybe_error read_limits_and_stream(const json::object& o, completion_request& ou
     return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 24> chat_keys{"ignore_eos",
+constexpr std::array<std::string_view, 26> chat_keys{"ignore_eos",
+                                                     "chat_template_kwargs",
+                                                     "reasoning_effort",
                                                      "model",
                                                      "messages",
                                                      "max_tokens",
@@ -558,11 +647,14 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
         return *e;
     }
     if (chat) {
-        if (auto e = read_tools(o, out.generate)) {
+        if (auto e = read_tools(o, out)) {
+            return *e;
+        }
+        if (auto e = read_template_options(o, out.generate)) {
             return *e;
         }
     }
-    if (auto e = read_fixed_fields(o, kind)) {
+    if (auto e = read_choices_and_logprobs(o, out)) {
         return *e;
     }
     if (auto e = read_sampling(o, out.generate, random_seed)) {

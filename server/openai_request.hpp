@@ -5,8 +5,10 @@
 #include "runtime/engine/session.hpp"
 #include "server/api_error.hpp"
 
+#include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,6 +27,12 @@ struct completion_request {
     std::string model;         ///< the `model` field as sent (may be empty)
     bool stream = false;
     bool include_usage = false; ///< stream_options.include_usage
+    std::uint32_t n = 1;        ///< choices to generate (each with seed + index)
+    bool logprobs = false;      ///< chat: `logprobs: true`; completions: `logprobs` given (its value is top_logprobs)
+    std::uint32_t top_logprobs = 0;
+    bool parse_tool_calls = false;    ///< chat with `tools` and tool_choice other than "none"
+    bool parallel_tool_calls = true;  ///< false: only the first call is returned
+    boost::json::array tools;         ///< the request's tools (parameter types for the tool-call parser)
 };
 
 /// Parses `body` (JSON text) for endpoint `kind`. `random_seed` is used when the request has no seed (or

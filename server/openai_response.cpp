@@ -27,23 +27,41 @@ json::object envelope(const response_meta& meta, bool chunk) {
         {"id", meta.id}, {"object", object_name(meta.kind, chunk)}, {"created", meta.created}, {"model", meta.model}};
 }
 
-json::object choice(const response_meta& meta, std::string_view text, bool first, json::value finish) {
-    json::object c{{"index", 0}};
-    if (meta.kind == completion_kind::chat) {
-        json::object delta;
-        if (first) {
-            delta["role"] = "assistant";
-        }
-        if (!text.empty() || first) {
-            delta["content"] = text;
-        }
-        c["delta"] = std::move(delta);
-    } else {
-        c["text"] = text;
+json::object chunk(const response_meta& meta, json::object choice) {
+    auto r = envelope(meta, true);
+    r["choices"] = json::array{std::move(choice)};
+    if (meta.include_usage) {
+        r["usage"] = nullptr; // as OpenAI: every chunk but the last has "usage": null
     }
-    c["logprobs"] = nullptr;
-    c["finish_reason"] = std::move(finish);
-    return c;
+    return r;
+}
+
+json::object tool_call_json(const tool_call_out& c) {
+    return json::object{{"id", c.id},
+                        {"type", "function"},
+                        {"function", json::object{{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
+/// The assistant message of a finished chat choice. Content is null when the choice only made calls.
+json::object message_json(const choice_output& out) {
+    json::object m{{"role", "assistant"}};
+    const bool blank = out.content().find_first_not_of(" \t\r\n") == std::string::npos;
+    if (!out.calls().empty() && blank) {
+        m["content"] = nullptr;
+    } else {
+        m["content"] = out.content();
+    }
+    if (!out.reasoning().empty()) {
+        m["reasoning_content"] = out.reasoning();
+    }
+    if (!out.calls().empty()) {
+        json::array calls;
+        for (const auto& c : out.calls()) {
+            calls.push_back(tool_call_json(c));
+        }
+        m["tool_calls"] = std::move(calls);
+    }
+    return m;
 }
 
 } // namespace
@@ -86,37 +104,101 @@ json::object timings_json(const generation_summary& s) {
                         {"predicted_per_second", per_second(s.completion_tokens, s.decode_ms)}};
 }
 
-json::object full_response(const response_meta& meta, const std::string& text, const generation_summary& s) {
+std::string_view choice_finish_reason(const generation_summary& s, const choice_output& out) noexcept {
+    if (!out.calls().empty() && s.reason == finish_reason::stop) {
+        return "tool_calls";
+    }
+    return finish_reason_name(s.reason);
+}
+
+void add_choice_summary(generation_summary& total, const generation_summary& more) {
+    total.completion_tokens += more.completion_tokens;
+    total.decode_ms += more.decode_ms;
+    total.prompt_ms += more.prompt_ms;
+}
+
+json::object full_response(const response_meta& meta, std::span<const finished_choice> choices,
+                           const generation_summary& total) {
     auto r = envelope(meta, false);
-    json::object c{{"index", 0}};
+    json::array list;
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+        const auto& out = *choices[i].output;
+        json::object c{{"index", i}};
+        if (meta.kind == completion_kind::chat) {
+            c["message"] = message_json(out);
+        } else {
+            c["text"] = out.content();
+        }
+        c["logprobs"] = out.logprobs();
+        c["finish_reason"] = choices[i].finish_reason;
+        list.push_back(std::move(c));
+    }
+    r["choices"] = std::move(list);
+    r["usage"] = usage_json(total);
+    r["timings"] = timings_json(total);
+    return r;
+}
+
+json::object role_chunk(const response_meta& meta, std::size_t index) {
+    return chunk(meta, json::object{{"index", index},
+                                    {"delta", json::object{{"role", "assistant"}, {"content", ""}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", nullptr}});
+}
+
+std::vector<json::object> delta_chunks(const response_meta& meta, std::size_t index, const choice_delta& d) {
+    std::vector<json::object> out;
+    if (meta.kind != completion_kind::chat) {
+        if (!d.content.empty() || !d.logprobs.is_null()) {
+            out.push_back(chunk(meta, json::object{{"index", index},
+                                                   {"text", d.content},
+                                                   {"logprobs", d.logprobs},
+                                                   {"finish_reason", nullptr}}));
+        }
+        return out;
+    }
+    if (!d.reasoning.empty() || !d.content.empty() || !d.logprobs.is_null()) {
+        json::object delta;
+        if (!d.reasoning.empty()) {
+            delta["reasoning_content"] = d.reasoning;
+        }
+        if (!d.content.empty()) {
+            delta["content"] = d.content;
+        }
+        out.push_back(chunk(meta, json::object{{"index", index},
+                                               {"delta", std::move(delta)},
+                                               {"logprobs", d.logprobs},
+                                               {"finish_reason", nullptr}}));
+    }
+    for (std::size_t i = 0; i < d.calls.size(); ++i) {
+        const auto& c = d.calls[i];
+        const std::size_t call_index = d.first_call + i;
+        json::object head{{"index", call_index},
+                          {"id", c.id},
+                          {"type", "function"},
+                          {"function", json::object{{"name", c.name}, {"arguments", ""}}}};
+        json::object args{{"index", call_index}, {"function", json::object{{"arguments", c.arguments}}}};
+        for (auto* part : {&head, &args}) {
+            out.push_back(chunk(meta, json::object{{"index", index},
+                                                   {"delta", json::object{{"tool_calls", json::array{*part}}}},
+                                                   {"logprobs", nullptr},
+                                                   {"finish_reason", nullptr}}));
+        }
+    }
+    return out;
+}
+
+json::object final_chunk(const response_meta& meta, std::size_t index, std::string_view finish,
+                         const generation_summary& s) {
+    json::object c{{"index", index}};
     if (meta.kind == completion_kind::chat) {
-        c["message"] = json::object{{"role", "assistant"}, {"content", text}};
+        c["delta"] = json::object{};
     } else {
-        c["text"] = text;
+        c["text"] = "";
     }
     c["logprobs"] = nullptr;
-    c["finish_reason"] = finish_reason_name(s.reason);
-    r["choices"] = json::array{std::move(c)};
-    r["usage"] = usage_json(s);
-    r["timings"] = timings_json(s);
-    return r;
-}
-
-json::object text_chunk(const response_meta& meta, std::string_view text, bool first) {
-    auto r = envelope(meta, true);
-    r["choices"] = json::array{choice(meta, text, first, nullptr)};
-    if (meta.include_usage) {
-        r["usage"] = nullptr; // as OpenAI: every chunk but the last has "usage": null
-    }
-    return r;
-}
-
-json::object final_chunk(const response_meta& meta, const generation_summary& s) {
-    auto r = envelope(meta, true);
-    r["choices"] = json::array{choice(meta, "", false, json::value(finish_reason_name(s.reason)))};
-    if (meta.include_usage) {
-        r["usage"] = nullptr;
-    }
+    c["finish_reason"] = finish;
+    auto r = chunk(meta, std::move(c));
     r["timings"] = timings_json(s);
     return r;
 }

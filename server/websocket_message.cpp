@@ -27,7 +27,20 @@ api_result<completion_request> read_request(const json::object& msg, std::uint64
     if (body == nullptr || !body->is_object()) {
         return bad_request("'body' must be an object (the REST request body)", "body");
     }
-    return parse_completion_request(json::serialize(*body), kind, random_seed);
+    auto parsed = parse_completion_request(json::serialize(*body), kind, random_seed);
+    if (!parsed) {
+        return parsed.error();
+    }
+    // Deltas here are plain text of one choice; the REST routes carry choices, logprobs and parsed output.
+    if (parsed->n != 1) {
+        return bad_request("body.n: only 1 is supported on /v1/ws (use the REST routes for n > 1)", "body.n",
+                           "unsupported_value");
+    }
+    if (parsed->logprobs) {
+        return bad_request("body.logprobs is not supported on /v1/ws (use the REST routes)", "body.logprobs",
+                           "unsupported_value");
+    }
+    return parsed;
 }
 
 } // namespace

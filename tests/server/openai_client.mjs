@@ -67,6 +67,48 @@ try {
 assert.ok(controller.signal.aborted);
 assert.ok(seen < 100, `the stream ended by the abort (after ${seen} chunks)`);
 
+// Logprobs with alternatives and token bytes, whole and streamed (the same seed gives the same entries).
+const lpRequest = { model, messages, max_tokens: 4, ignore_eos: true, seed: 9, logprobs: true, top_logprobs: 2 };
+const lp = await client.chat.completions.create(lpRequest);
+const entries = lp.choices[0].logprobs.content;
+assert.equal(entries.length, 4);
+for (const e of entries) {
+    assert.equal(typeof e.token, 'string');
+    assert.ok(e.logprob <= 0);
+    assert.ok(Array.isArray(e.bytes));
+    assert.equal(e.top_logprobs.length, 2);
+    assert.ok(e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob);
+}
+const lpStream = await client.chat.completions.create({ ...lpRequest, stream: true });
+const streamedEntries = [];
+for await (const chunk of lpStream) {
+    for (const c of chunk.choices) streamedEntries.push(...(c.logprobs?.content ?? []));
+}
+assert.deepEqual(streamedEntries, entries);
+
+// n > 1: indexed choices.
+const several = await client.chat.completions.create({ model, messages, max_tokens: 3, ignore_eos: true, n: 2 });
+assert.deepEqual(several.choices.map((c) => c.index), [0, 1]);
+assert.equal(several.usage.completion_tokens, 6);
+
+// Legacy completions' logprobs.
+const clp = await client.completions.create({ model, prompt: 'Once upon', max_tokens: 3, ignore_eos: true, logprobs: 1 });
+assert.equal(clp.choices[0].logprobs.tokens.length, 3);
+assert.equal(clp.choices[0].logprobs.text_offset[0], 0);
+
+// A multi-turn history as the client builds it: an assistant tool call (arguments as a string) and its result.
+const history = await client.chat.completions.create({
+    model, max_tokens: 2,
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+    messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: null, tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+    ],
+});
+assert.equal(history.choices.length, 1);
+
 const health = await fetch(`${baseUrl}/health`);
 assert.equal(health.status, 200);
 console.log('openai client: ok');

@@ -235,6 +235,16 @@ TEST(websocket, invalid_messages_give_error_events_and_the_socket_stays_usable) 
     ASSERT_EQ(e4.at("type"), "error");
     EXPECT_EQ(e4.at("error").at("param"), "frobnicate");
 
+    // Deltas here are one choice's plain text: n > 1 and logprobs are for the REST routes.
+    c.send(request_message("two", R"({"prompt":"Hi","n":2})"));
+    auto e6 = c.read();
+    ASSERT_EQ(e6.at("type"), "error") << json::serialize(e6);
+    EXPECT_EQ(e6.at("error").at("param"), "body.n");
+    c.send(request_message("lp", R"({"prompt":"Hi","logprobs":1})"));
+    auto e7 = c.read();
+    ASSERT_EQ(e7.at("type"), "error") << json::serialize(e7);
+    EXPECT_EQ(e7.at("error").at("param"), "body.logprobs");
+
     c.send(request_message("dup", long_body));
     c.send(request_message("dup", short_body));
     std::map<std::string, std::string> text;
