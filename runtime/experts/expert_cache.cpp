@@ -32,6 +32,7 @@ expert_cache::expert_cache(const gguf::model_files& files, expert_layout layout,
       slots_(pool_.size()), reads_(options.io, [this](std::int32_t s, std::uint32_t part, const result<void>& r) {
           read_done(s, part, r);
       }) {
+    reads_.keep_alive(pool_.memory_owner()); // a read the kernel still holds when the cache goes lands there
     for (auto& x : slots_) {
         x.waiters.reserve(4); // a few passes wanting one expert at once, without allocating under the lock
     }

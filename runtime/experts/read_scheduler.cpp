@@ -11,7 +11,11 @@ namespace sluice::experts {
 read_scheduler::read_scheduler(io::reader_options options, completion on_done)
     : options_(options), on_done_(std::move(on_done)) {}
 
-read_scheduler::~read_scheduler() = default;
+read_scheduler::~read_scheduler() {
+    // Reads still with the kernel end later on the executor: their handlers see this and only let go of the
+    // reader and the destination memory, the last of them destroying the reader.
+    alive_->store(false);
+}
 
 void read_scheduler::attach(const boost::asio::any_io_executor& executor) {
     ++attached_;
@@ -22,7 +26,7 @@ void read_scheduler::attach(const boost::asio::any_io_executor& executor) {
     if (!reader_) {
         auto reader = io::make_reader(executor, options_);
         if (reader) {
-            reader_ = std::move(*reader);
+            reader_ = std::shared_ptr<io::reader>(std::move(*reader));
             reader_error_.reset();
         } else {
             reader_error_ = reader.error().with_context("expert cache");
@@ -53,7 +57,11 @@ void read_scheduler::enqueue(std::span<const slab_read> reads) {
         ex = executor_;
     }
     // Waking the executor's thread costs the compute threads a core for a moment: one post per batch of reads.
-    boost::asio::post(ex, [this] { submit_queued(); });
+    boost::asio::post(ex, [this, alive = alive_] {
+        if (alive->load()) {
+            submit_queued();
+        }
+    });
 }
 
 void read_scheduler::submit_queued() {
@@ -85,7 +93,11 @@ void read_scheduler::submit_queued() {
     reader_->hold_submissions();
     for (const auto& r : reads) {
         reader_->async_read_at(*r.file, r.offset, r.dest,
-                               [this, r, started](result<void> res) { finished(r, started, res); });
+                               [this, r, started, alive = alive_, reader = reader_, memory = memory_](result<void> res) {
+                                   if (alive->load()) {
+                                       finished(r, started, res);
+                                   }
+                               });
     }
     reader_->release_submissions();
 }
@@ -115,7 +127,11 @@ void read_scheduler::finished(const slab_read& read, std::chrono::steady_clock::
     on_done_(read.tag, read.part, r);
     if (attached_ == 0 && idle()) {
         // The reader may be the one completing this read: let its completion return before it goes.
-        boost::asio::post(executor_, [this] { drop_idle_reader(); });
+        boost::asio::post(executor_, [this, alive = alive_] {
+            if (alive->load()) {
+                drop_idle_reader();
+            }
+        });
     }
 }
 

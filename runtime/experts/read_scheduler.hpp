@@ -10,6 +10,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,9 @@ public:
     void enqueue(std::span<const slab_read> reads);
     /// A snapshot of the counters (busy time includes the read in progress). Thread-safe.
     [[nodiscard]] read_stats stats() const;
+    /// Memory the reads land in, kept alive until the last read the kernel holds has ended, even when this
+    /// scheduler (and the cache owning that memory) is destroyed first.
+    void keep_alive(std::shared_ptr<const void> memory) { memory_ = std::move(memory); }
 
 private:
     void submit_queued();
@@ -84,7 +88,13 @@ private:
     boost::asio::any_io_executor executor_;
 
     // Executor side.
-    std::unique_ptr<io::reader> reader_; ///< exists while a pass is attached or reads are in flight
+    /// Exists while a pass is attached or reads are in flight. Each read's handler holds it too, so a
+    /// scheduler destroyed with reads in flight leaves the reader to finish them (its reads hold the
+    /// executor's work, so destroying it then would leave an io_context with work that never ends).
+    std::shared_ptr<io::reader> reader_;
+    std::shared_ptr<const void> memory_; ///< see keep_alive
+    /// False once the scheduler is destroyed: handlers still to run do nothing but release what they hold.
+    std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
     std::uint32_t attached_ = 0;
     std::optional<error> reader_error_; ///< the reader could not be made: every read fails with this
 };

@@ -7,9 +7,9 @@ namespace sluice::experts {
 
 slot_pool::slot_pool(const expert_layout& layout, std::uint64_t slots) : layout_(&layout) {
     const std::uint64_t n = std::min(slots, layout.total_count);
-    memory_ = io::dma_buffer(static_cast<std::size_t>(n * layout.slot_bytes));
-    memory_.advise_huge_pages();
-    memory_.populate(); // the whole budget up front: no page faults (or zeroing) while decoding
+    memory_ = std::make_shared<io::dma_buffer>(static_cast<std::size_t>(n * layout.slot_bytes));
+    memory_->advise_huge_pages();
+    memory_->populate(); // the whole budget up front: no page faults (or zeroing) while decoding
     holder_.resize(static_cast<std::size_t>(n));
     empty_.reserve(holder_.size());
     for (std::size_t s = holder_.size(); s-- > 0;) {

@@ -7,6 +7,7 @@
 #include "runtime/experts/expert_layout.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace sluice::experts {
@@ -42,8 +43,10 @@ public:
 
     /// Where part `part` of an expert of `layer` goes inside slot `s` (room for its 4 KiB-aligned range).
     [[nodiscard]] std::byte* region(std::int32_t s, std::uint32_t layer, std::size_t part) noexcept {
-        return memory_.data() + idx(s) * layout_->slot_bytes + layout_->region_offset(layer, part);
+        return memory_->data() + idx(s) * layout_->slot_bytes + layout_->region_offset(layer, part);
     }
+    /// The slot memory's owner, for whoever must keep it alive past the pool (reads the kernel has not finished).
+    [[nodiscard]] std::shared_ptr<const void> memory_owner() const noexcept { return memory_; }
 
 private:
     struct holding {
@@ -55,7 +58,7 @@ private:
     }
 
     const expert_layout* layout_;
-    io::dma_buffer memory_;
+    std::shared_ptr<io::dma_buffer> memory_;
     std::vector<holding> holder_;
     std::vector<std::int32_t> index_; ///< [layer * max_experts + expert] -> slot or none
     std::vector<std::int32_t> empty_;

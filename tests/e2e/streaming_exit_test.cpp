@@ -1,8 +1,10 @@
 // `sluice run` streaming the shipped model's experts under a small budget exits every time. A robustness probe
 // on Nov 24 saw 3 of about 75 such runs hang after their last token (a thread left in epoll_wait, SIGTERM only
-// logging that the io_uring eventfd wait failed), on a host at load 15-24. At that rate, 120 repetitions catch
-// it with probability 1 - 0.96^120 > 99 %. Each run gets 20 s (one takes well under a second), then is killed
-// and counted as hung.
+// logging that the io_uring eventfd wait failed), on a host at load 15-24. The cause, found on Nov 25 (4 hangs
+// in 1,680 runs at load 6-8, caught with gdb and /proc): the model went while a prediction's reads were still with
+// the kernel, its reader with it, and those reads' hold on the io_context was never released, so run() waited
+// forever with nothing left to wake it. expert_core_test has the deterministic test; this one repeats the
+// command 120 times (each run gets 20 s, one takes well under a second, then it is killed and counted as hung).
 #include "../cli/process.hpp"
 
 #include <boost/json.hpp>

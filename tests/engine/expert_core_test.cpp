@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -94,7 +95,11 @@ struct cache_fixture {
         cache = std::move(*experts::expert_cache::create(*files, *layout, o));
         cache->attach(io.get_executor());
     }
-    ~cache_fixture() { cache->detach(); }
+    ~cache_fixture() {
+        if (cache) {
+            cache->detach();
+        }
+    }
 
     // Runs the io_context until `done` holds (or it runs out of work).
     template <class Pred>
@@ -151,6 +156,29 @@ TEST(expert_cache, a_fetch_joins_the_read_of_a_prediction_in_flight) {
     EXPECT_EQ(c.reads, 2u * 3u) << "an expert wanted by a prediction and a fetch was read twice";
     EXPECT_EQ(c.prefetch_issued, 2u);
     EXPECT_EQ(c.prefetch_used, 2u);
+}
+
+// Issue 22's streaming exit hang: `sluice run` under a small budget hung at exit about once in 400 runs, its one
+// thread in epoll_wait. The model was destroyed while a prediction's reads were still with the kernel; the reader
+// went with it, and the reads' work on the io_context was never released, so run() never returned. Destroying a
+// cache with reads in flight must leave an io_context that runs out of work.
+TEST(expert_cache, a_cache_destroyed_with_reads_in_flight_lets_its_io_context_run_out_of_work) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
+    experts::expert_batch prediction;
+    prediction.reserve(f.hp.n_expert);
+    prediction.bind(f.io.get_executor());
+    const std::vector<std::int32_t> ids{0, 4, 6};
+    f.cache->prefetch(prediction, 1, ids);
+    ASSERT_EQ(f.io.poll_one(), 1u); // the posted submission: the reads are now with the kernel
+    EXPECT_GT(f.cache->counters().prefetch_issued, 0u);
+    f.cache->release_all(prediction);
+    f.cache->detach();
+    f.cache.reset(); // the reads' completions have not been reaped yet
+    f.io.restart();
+    const auto start = std::chrono::steady_clock::now();
+    f.io.run_for(std::chrono::seconds(10));
+    EXPECT_TRUE(f.io.stopped()) << "the io_context still has work after the cache went";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(expert_cache, entries_wait_for_a_slot_when_every_slot_is_held) {
