@@ -25,17 +25,8 @@ if [[ ! -f $model ]]; then
     "$sluice" mkmodel -q -o "$model" --preset tiny-qwen3moe --type q8_0 --seed 1
 fi
 
-log=$(mktemp)
-"$sluice" serve -m "$model" --port 0 --threads "${THREADS:-2}" --parallel "${PARALLEL:-2}" \
-    --queue "${QUEUE:-256}" "$@" 2>"$log" &
-pid=$!
-trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 600); do
-    grep -q ' loaded in ' "$log" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.1
-done
-port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+source "$root/bench/server/serve_lib.sh"
+start_server "$sluice" -m "$model" --threads "${THREADS:-2}" --parallel "${PARALLEL:-2}" --queue "${QUEUE:-256}" "$@"
 grep ' loaded in ' "$log" >&2
 
 status=0

@@ -32,17 +32,8 @@ budget=$(jq -r --argjson slots "${CACHE_SLOTS:-16}" \
     '(.dense_bytes + .kv_bytes + .compute_bytes + $slots * .slot_bytes + .slot_bytes / 2) | floor' <<<"$plan")
 echo "soak: $model, budget $budget bytes (${CACHE_SLOTS:-16} expert slots), ${DURATION:-1800} s" >&2
 
-log=$(mktemp)
-"$sluice" serve -m "$model" --port 0 --threads "${THREADS:-2}" --parallel "$parallel" \
-    --memory-budget "$budget" "$@" 2>"$log" &
-pid=$!
-trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 600); do
-    grep -q ' loaded in ' "$log" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.1
-done
-port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log" | head -1)
+source "$root/bench/server/serve_lib.sh"
+start_server "$sluice" -m "$model" --threads "${THREADS:-2}" --parallel "$parallel" --memory-budget "$budget" "$@"
 grep -E ' loaded in |plan|stream' "$log" | head -5 >&2
 
 status=0

@@ -114,17 +114,8 @@ struct generated {
     std::string error;
 };
 
-generated generate(const std::shared_ptr<model>& m, std::uint64_t seed, float temperature, std::uint32_t n = 16) {
-    session s(m);
-    generate_request req;
-    req.prompt = "The quick brown fox jumps";
-    req.sampling.temperature = temperature;
-    req.sampling.top_k = 0;
-    req.sampling.top_p = 1.0f;
-    req.sampling.min_p = 0.0f;
-    req.sampling.seed = seed;
-    req.max_tokens = n;
-    req.ignore_eos = true;
+/// Every event of `req` on `s`: the tokens, and the error message if the stream ended with one.
+generated drain(session& s, generate_request req) {
     return run_sync<generated>([&]() -> boost::asio::awaitable<generated> {
         generated g;
         auto stream = s.generate(std::move(req));
@@ -143,6 +134,20 @@ generated generate(const std::shared_ptr<model>& m, std::uint64_t seed, float te
         }
         co_return g;
     });
+}
+
+generated generate(const std::shared_ptr<model>& m, std::uint64_t seed, float temperature, std::uint32_t n = 16) {
+    session s(m);
+    generate_request req;
+    req.prompt = "The quick brown fox jumps";
+    req.sampling.temperature = temperature;
+    req.sampling.top_k = 0;
+    req.sampling.top_p = 1.0f;
+    req.sampling.min_p = 0.0f;
+    req.sampling.seed = seed;
+    req.max_tokens = n;
+    req.ignore_eos = true;
+    return drain(s, std::move(req));
 }
 
 struct stream_case {
@@ -203,17 +208,9 @@ std::vector<std::int32_t> greedy(session& s, std::vector<std::int32_t> prompt, s
     req.sampling.temperature = 0.0f;
     req.max_tokens = n;
     req.ignore_eos = true;
-    auto stream = s.generate(std::move(req));
-    run_sync<int>([&]() -> boost::asio::awaitable<int> {
-        while (true) {
-            auto ev = co_await stream.next();
-            if (!ev || !*ev) {
-                EXPECT_TRUE(ev) << ev.error().message;
-                co_return 0;
-            }
-        }
-    });
-    return stream.tokens();
+    auto g = drain(s, std::move(req));
+    EXPECT_EQ(g.error, "");
+    return g.tokens;
 }
 
 // A client that leaves while a step waits for its experts (the soak's WebSocket cancels found this): the stream
