@@ -47,6 +47,8 @@ http::response<http::string_body> json_response(const json::object& body, unsign
     return res;
 }
 
+} // namespace
+
 /// Completes when the peer closes its side (EOF or reset). Bytes of a pipelined next request are not a
 /// disconnect: then it waits until cancelled. Completing cancels the generation it races with.
 asio::awaitable<void> watch_disconnect(tcp::socket& socket) {
@@ -73,6 +75,8 @@ asio::awaitable<void> watch_disconnect(tcp::socket& socket) {
     async_event never(executor); // nobody sets it: only the race's cancellation ends this wait
     co_await never.async_wait(asio::as_tuple(asio::use_awaitable));
 }
+
+namespace {
 
 /// Choice `index` of `creq`: its own seed (seed + index), so choices differ and each stays reproducible.
 generate_request choice_request(const completion_request& creq, std::uint32_t index) {

@@ -18,6 +18,10 @@ boost::asio::awaitable<bool> handle_completion(boost::beast::tcp_stream& stream,
                                                const boost::beast::http::request<boost::beast::http::string_body>& req,
                                                server_state& st, completion_kind kind);
 
+/// Completes when the peer closes its side (EOF or reset). Bytes of a pipelined next request are not a
+/// disconnect: then it waits until cancelled. Raced against a generation, completing cancels it.
+boost::asio::awaitable<void> watch_disconnect(boost::asio::ip::tcp::socket& socket);
+
 /// Writes `res` with the server's timeout; false when the write failed.
 boost::asio::awaitable<bool> write_response(boost::beast::tcp_stream& stream,
                                             boost::beast::http::response<boost::beast::http::string_body> res,

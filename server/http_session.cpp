@@ -1,9 +1,11 @@
 // The per-connection coroutine and the route table.
 #include "server/http_session.hpp"
 
+#include "server/anthropic_response.hpp"
 #include "server/api_error.hpp"
 #include "server/completion_handler.hpp"
 #include "server/info_handlers.hpp"
+#include "server/messages_handler.hpp"
 #include "server/websocket_session.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -30,7 +32,7 @@ namespace http = beast::http;
 
 constexpr std::string_view websocket_path = "/v1/ws";
 
-enum class endpoint { health, metrics, models, chat, completions, tokenize, detokenize };
+enum class endpoint { health, metrics, models, chat, completions, messages, count_tokens, tokenize, detokenize };
 
 struct route {
     std::string_view path;
@@ -38,12 +40,14 @@ struct route {
     endpoint target;
 };
 
-constexpr std::array<route, 7> routes{{
+constexpr std::array<route, 9> routes{{
     {"/health", http::verb::get, endpoint::health},
     {"/metrics", http::verb::get, endpoint::metrics},
     {"/v1/models", http::verb::get, endpoint::models},
     {"/v1/chat/completions", http::verb::post, endpoint::chat},
     {"/v1/completions", http::verb::post, endpoint::completions},
+    {"/v1/messages", http::verb::post, endpoint::messages},
+    {"/v1/messages/count_tokens", http::verb::post, endpoint::count_tokens},
     {"/tokenize", http::verb::post, endpoint::tokenize},
     {"/detokenize", http::verb::post, endpoint::detokenize},
 }};
@@ -99,9 +103,18 @@ std::optional<api_error> check_api_key(const http_request& req, const server_sta
     if (st.options.api_key.empty()) {
         return std::nullopt;
     }
+    // Anthropic's clients send the key as x-api-key.
+    if (const auto key = req.find("x-api-key"); key != req.end()) {
+        if (!same_secret(key->value(), st.options.api_key)) {
+            return api_error{http::status::unauthorized, "Incorrect API key provided", "authentication_error",
+                             std::nullopt, "invalid_api_key"};
+        }
+        return std::nullopt;
+    }
     const auto it = req.find(http::field::authorization);
     if (it == req.end()) {
-        return api_error{http::status::unauthorized, "Missing API key: send it as 'Authorization: Bearer <key>'",
+        return api_error{http::status::unauthorized,
+                         "Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
                          "authentication_error", std::nullopt, "invalid_api_key"};
     }
     const std::string_view value = it->value();
@@ -112,6 +125,12 @@ std::optional<api_error> check_api_key(const http_request& req, const server_sta
                          "invalid_api_key"};
     }
     return std::nullopt;
+}
+
+/// `e` as the client of `path` expects it: Anthropic's shape on the Messages API, OpenAI's elsewhere.
+http_response error_for(std::string_view path, const api_error& e, const http_request& req) {
+    return is_messages_path(path) ? anthropic_error_response(e, req.version(), req.keep_alive())
+                                  : error_response(e, req.version(), req.keep_alive());
 }
 
 /// Routes one complete request and writes its answer; returns whether the connection stays open.
@@ -133,7 +152,7 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
     const bool open_route = found != nullptr && found->target == endpoint::health;
     if (!open_route) {
         if (auto denied = check_api_key(req, st)) {
-            auto res = error_response(*denied, req.version(), req.keep_alive());
+            auto res = error_for(path, *denied, req);
             res.set(http::field::www_authenticate, "Bearer");
             co_return co_await write_response(stream, std::move(res), timeout);
         }
@@ -142,16 +161,16 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
         const api_error e{http::status::not_found,
                           "Invalid URL (" + std::string(req.method_string()) + " " + std::string(path) + ")",
                           "invalid_request_error", std::nullopt, "unknown_url"};
-        auto res = error_response(e, req.version(), req.keep_alive());
+        auto res = error_for(path, e, req);
         co_return co_await write_response(stream, std::move(res), timeout);
     }
     if (req.method() != found->method) {
-        auto res =
-            error_response(api_error{http::status::method_not_allowed,
-                                     std::string(req.method_string()) + " is not allowed on " + std::string(path) +
-                                         "; use " + std::string(http::to_string(found->method)),
-                                     "invalid_request_error", std::nullopt, "method_not_allowed"},
-                           req.version(), req.keep_alive());
+        auto res = error_for(path,
+                             api_error{http::status::method_not_allowed,
+                                       std::string(req.method_string()) + " is not allowed on " + std::string(path) +
+                                           "; use " + std::string(http::to_string(found->method)),
+                                       "invalid_request_error", std::nullopt, "method_not_allowed"},
+                             req);
         res.set(http::field::allow, http::to_string(found->method));
         co_return co_await write_response(stream, std::move(res), timeout);
     }
@@ -166,7 +185,7 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
     if (!st.slots.ready()) {
         const api_error e{http::status::service_unavailable, "the model is still loading", "unavailable_error",
                           std::nullopt, "model_loading"};
-        auto res = error_response(e, req.version(), req.keep_alive());
+        auto res = error_for(path, e, req);
         co_return co_await write_response(stream, std::move(res), timeout);
     }
     std::optional<http_response> simple;
@@ -184,6 +203,10 @@ asio::awaitable<bool> handle_request(beast::tcp_stream& stream, const http_reque
         co_return co_await handle_completion(stream, req, st, completion_kind::chat);
     case endpoint::completions:
         co_return co_await handle_completion(stream, req, st, completion_kind::completion);
+    case endpoint::messages:
+        co_return co_await handle_messages(stream, req, st);
+    case endpoint::count_tokens:
+        co_return co_await handle_count_tokens(stream, req, st);
     case endpoint::health:
     case endpoint::metrics:
         break;

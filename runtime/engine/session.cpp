@@ -346,6 +346,7 @@ std::optional<token_event> token_stream::state::finish(finish_reason reason) {
         tail += stops_.flush();
         if (stops_.stopped()) {
             summary_.reason = finish_reason::stop;
+            summary_.stopped_by = stops_.matched();
         }
     }
     if (tail.empty()) {
@@ -372,6 +373,7 @@ std::optional<token_event> token_stream::state::take_token(std::int32_t token, f
         ended_ = true;
         summary_.finished = true;
         summary_.reason = finish_reason::stop;
+        summary_.stopped_by = stops_.matched();
     }
     return ev;
 }

@@ -42,6 +42,16 @@ std::size_t stop_matcher::first_partial_match() const {
     return std::string::npos;
 }
 
+void stop_matcher::stop_at(std::size_t at) {
+    stopped_ = true;
+    for (const auto& s : stops_) {
+        if (held_.compare(at, s.size(), s) == 0) {
+            matched_ = s;
+            return;
+        }
+    }
+}
+
 stop_matcher::step stop_matcher::push(std::string_view piece) {
     if (stopped_)
         return step{{}, true};
@@ -53,8 +63,8 @@ stop_matcher::step stop_matcher::push(std::string_view piece) {
     if (full != std::string::npos && (partial == std::string::npos || full <= partial)) {
         // No earlier-starting stop string can still complete: this one wins.
         step out{held_.substr(0, full), true};
+        stop_at(full);
         held_.clear();
-        stopped_ = true;
         return out;
     }
     // Everything before the earliest possible match start is safe; hold the rest (a complete match after
@@ -70,7 +80,9 @@ std::string stop_matcher::flush() {
         return {};
     const std::size_t full = first_full_match();
     std::string out = full == std::string::npos ? std::move(held_) : held_.substr(0, full);
-    stopped_ = full != std::string::npos;
+    if (full != std::string::npos) {
+        stop_at(full);
+    }
     held_.clear();
     return out;
 }

@@ -42,15 +42,20 @@ public:
 
     /// True once a stop string has been found (by push or flush).
     bool stopped() const { return stopped_; }
+    /// The stop string that was found ("" before a stop).
+    const std::string& matched() const { return matched_; }
 
 private:
     std::size_t first_full_match() const;
     std::size_t first_partial_match() const;
+    /// Stops at `at`, where a stop string starts in held_ (the first of them in the list).
+    void stop_at(std::size_t at);
 
     std::vector<std::string> stops_;
     std::size_t longest_ = 0; ///< length of the longest stop string
     std::string held_;        ///< text received but not emitted yet
     bool stopped_ = false;
+    std::string matched_;
 };
 
 } // namespace sluice::runtime

@@ -163,6 +163,21 @@ TEST(stop_matcher, flush_releases_partial_prefix) {
     EXPECT_TRUE(w.stopped());
 }
 
+TEST(stop_matcher, matched_names_the_stop_string_that_ended_the_text) {
+    rt::stop_matcher m({"bcd", "abc"});
+    EXPECT_EQ(m.push("xab").emit, "x");
+    EXPECT_EQ(m.matched(), "");
+    EXPECT_TRUE(m.push("cd").stopped);
+    EXPECT_EQ(m.matched(), "abc");
+    rt::stop_matcher waiting({"abcx", "bc"});
+    EXPECT_TRUE(waiting.push("abcd").stopped);
+    EXPECT_EQ(waiting.matched(), "bc");
+    rt::stop_matcher flushed({"abcx", "bc"});
+    EXPECT_EQ(flushed.push("abc").emit, "");
+    EXPECT_EQ(flushed.flush(), "a");
+    EXPECT_EQ(flushed.matched(), "bc");
+}
+
 TEST(stop_matcher, no_stops_passes_everything_through_immediately) {
     for (const auto& stops : {std::vector<std::string>{}, std::vector<std::string>{""}}) {
         rt::stop_matcher m(stops);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Fetches the npm packages (no dependencies) the server tests drive the server with: the official `openai`
-# client and the `ws` WebSocket client, into a git-ignored cache folder. Idempotent and quiet when cached.
+# Fetches the npm packages (no runtime dependencies) the server tests drive the server with: the official
+# `openai` and `@anthropic-ai/sdk` clients and the `ws` WebSocket client, into a git-ignored cache folder.
+# Idempotent and quiet when cached.
 # Usage: fetch_npm.sh [CACHE_DIR]
 set -eu
 cache="${1:-$(dirname "$0")/../../.cache/npm}"
@@ -26,3 +27,4 @@ fetch() {
 
 fetch openai 6.30.1
 fetch ws 8.18.3
+fetch @anthropic-ai/sdk 0.94.0
