@@ -305,7 +305,11 @@ asio::awaitable<void> do_session(beast::tcp_stream stream, server_state& st, con
         if (ec) {
             if (auto answer = read_failure(ec, st)) {
                 const unsigned version = parser.is_header_done() ? parser.get().version() : 11;
-                auto res = error_response(*answer, version, false);
+                // The start line is parsed before a too large Content-Length or header ends the read.
+                const std::string_view target = parser.get().target();
+                auto res = is_messages_path(target.substr(0, target.find('?')))
+                               ? anthropic_error_response(*answer, version, false)
+                               : error_response(*answer, version, false);
                 co_await write_response(stream, std::move(res), timeout);
                 st.metrics.count_request("unparsed", take_response_status(&stream));
                 co_await linger_close(stream, timeout);

@@ -335,6 +335,15 @@ TEST(messages, bad_requests_are_anthropic_shaped_400s_naming_the_problem) {
     EXPECT_EQ(anthropic_error_problem(wrong_method, "invalid_request_error"), "");
 }
 
+TEST(messages, a_body_over_max_body_is_an_anthropic_413_request_too_large) {
+    server_process server({"--max-body", "1KiB"});
+    const std::string big(2048, 'x');
+    const auto r = post_json(server.port(), "/v1/messages",
+                             R"({"model":"m","max_tokens":1,"messages":[{"role":"user","content":")" + big + R"("}]})");
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_EQ(anthropic_error_problem(r, "request_too_large"), "");
+}
+
 TEST(messages, api_key_is_accepted_as_x_api_key_or_bearer_and_refusals_are_anthropic_shaped) {
     server_process server({"--api-key", "sekret"});
     const std::string body = "{" + hello + R"(,"max_tokens":1})";
@@ -344,8 +353,10 @@ TEST(messages, api_key_is_accepted_as_x_api_key_or_bearer_and_refusals_are_anthr
     const auto wrong = post_json(server.port(), "/v1/messages", body, {{"x-api-key", "nope"}});
     EXPECT_EQ(wrong.status, 401);
     EXPECT_EQ(anthropic_error_problem(wrong, "authentication_error"), "");
-    const auto x_api_key =
-        post_json(server.port(), "/v1/messages", body, {{"x-api-key", "sekret"}, {"anthropic-version", "2023-06-01"}});
+    // As Claude Code sends it: x-api-key, the version and beta headers, and ?beta=true.
+    const auto x_api_key = post_json(
+        server.port(), "/v1/messages?beta=true", body,
+        {{"x-api-key", "sekret"}, {"anthropic-version", "2023-06-01"}, {"anthropic-beta", "fine-grained-tool-streaming"}});
     EXPECT_EQ(x_api_key.status, 200) << x_api_key.body;
     const auto bearer = post_json(server.port(), "/v1/messages", body, {{"Authorization", "Bearer sekret"}});
     EXPECT_EQ(bearer.status, 200) << bearer.body;
