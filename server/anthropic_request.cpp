@@ -23,17 +23,16 @@ constexpr std::int64_t max_int32 = std::numeric_limits<std::int32_t>::max();
 
 /// The documented top-level fields, and those Claude Code sends beyond them (accepted, ignored).
 constexpr std::array<std::string_view, 18> create_keys{
-    "model",       "max_tokens",  "messages",      "system",        "stop_sequences",    "temperature",
-    "top_p",       "top_k",       "stream",        "tools",         "tool_choice",       "thinking",
-    "metadata",    "service_tier", "cache_control", "inference_geo", "output_config",     "context_management"};
+    "model",    "max_tokens",   "messages",      "system",        "stop_sequences", "temperature",
+    "top_p",    "top_k",        "stream",        "tools",         "tool_choice",    "thinking",
+    "metadata", "service_tier", "cache_control", "inference_geo", "output_config",  "context_management"};
 constexpr std::array<std::string_view, 9> count_keys{"model",         "messages",      "system",
                                                      "tools",         "tool_choice",   "thinking",
                                                      "cache_control", "output_config", "context_management"};
 /// Fields of a custom tool; everything but name, description and input_schema is accepted and ignored.
-constexpr std::array<std::string_view, 10> tool_keys{"name",          "description",   "input_schema",
-                                                     "type",          "cache_control", "defer_loading",
-                                                     "eager_input_streaming", "input_examples", "strict",
-                                                     "allowed_callers"};
+constexpr std::array<std::string_view, 10> tool_keys{
+    "name",          "description",           "input_schema",   "type",   "cache_control",
+    "defer_loading", "eager_input_streaming", "input_examples", "strict", "allowed_callers"};
 
 std::string_view kind_name(const json::value& v) {
     switch (v.kind()) {
@@ -129,7 +128,8 @@ api_result<std::optional<std::int64_t>> read_integer(const json::object& o, std:
 /// A block that needs an input this server does not have (images, documents) or a server-side feature.
 api_error unsupported_block(std::string_view type, const std::string& at) {
     if (type == "image" || type == "document") {
-        return unsupported(at + ".type", std::string(type) + " content is not supported: the served model reads text only");
+        return unsupported(at + ".type",
+                           std::string(type) + " content is not supported: the served model reads text only");
     }
     return unsupported(at + ".type", "content blocks of type '" + std::string(type) + "' are not supported");
 }
@@ -355,8 +355,10 @@ maybe_error read_messages(const json::object& o, messages_request& out) {
             continue;
         }
         if (role->get_string() != "assistant") {
-            return bad_request(where + ".role: must be \"user\" or \"assistant\" (the system prompt is the top-level "
-                                       "system field), got '" + std::string(role->get_string()) + "'",
+            return bad_request(where +
+                                   ".role: must be \"user\" or \"assistant\" (the system prompt is the top-level "
+                                   "system field), got '" +
+                                   std::string(role->get_string()) + "'",
                                where + ".role", "unsupported_value");
         }
         auto g = tr.assistant(*content, where + ".content");
@@ -439,8 +441,7 @@ api_result<json::object> read_tool(const json::value& t, const std::string& at) 
 
 /// tool_choice: auto and none; any and tool force a call, which needs constrained decoding (refused when
 /// generating, harmless when counting).
-maybe_error read_tool_choice(const json::object& o, messages_endpoint endpoint, bool& none,
-                             completion_request& chat) {
+maybe_error read_tool_choice(const json::object& o, messages_endpoint endpoint, bool& none, completion_request& chat) {
     const auto* c = find(o, "tool_choice");
     if (c == nullptr) {
         return std::nullopt;
@@ -456,8 +457,8 @@ maybe_error read_tool_choice(const json::object& o, messages_endpoint endpoint, 
                                                        "constrained decoding; use \"auto\"");
         }
     } else if (type != "auto" && type != "none") {
-        return bad_request("tool_choice.type: must be one of \"auto\", \"any\", \"tool\", \"none\"",
-                           "tool_choice.type", "invalid_value");
+        return bad_request("tool_choice.type: must be one of \"auto\", \"any\", \"tool\", \"none\"", "tool_choice.type",
+                           "invalid_value");
     }
     none = type == "none";
     if (const auto* d = find(c->get_object(), "disable_parallel_tool_use")) {

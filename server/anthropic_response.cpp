@@ -28,7 +28,8 @@ std::string random_suffix() {
 }
 
 bool is_space(std::string_view text) {
-    return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; });
+    return std::all_of(text.begin(), text.end(),
+                       [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; });
 }
 
 json::object block_event(std::string_view type, std::size_t index) {
@@ -190,7 +191,8 @@ std::string message_blocks::add(const choice_delta& d) {
     std::string events;
     if (!d.reasoning.empty()) {
         if (open_ != open_block::thinking) {
-            events += open(open_block::thinking, json::object{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+            events +=
+                open(open_block::thinking, json::object{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
         }
         content_.back().as_object()["thinking"].as_string().append(d.reasoning);
         events += delta_event(content_.size() - 1, json::object{{"type", "thinking_delta"}, {"thinking", d.reasoning}});
@@ -200,8 +202,8 @@ std::string message_blocks::add(const choice_delta& d) {
     }
     for (const auto& call : d.calls) {
         const std::string id = "toolu_" + call.id.substr(call.id.find('_') + 1);
-        events += open(open_block::none, json::object{{"type", "tool_use"}, {"id", id}, {"name", call.name},
-                                                      {"input", json::object{}}});
+        events += open(open_block::none,
+                       json::object{{"type", "tool_use"}, {"id", id}, {"name", call.name}, {"input", json::object{}}});
         boost::system::error_code ec;
         auto input = json::parse(call.arguments, ec);
         content_.back().as_object()["input"] = !ec && input.is_object() ? std::move(input) : json::object{};

@@ -30,9 +30,8 @@ boost::json::object anthropic_error_body(const api_error& e);
 
 /// A complete response carrying `e` in Anthropic's shape. OpenAI's 503 (model loading, queue full, shutdown)
 /// becomes Anthropic's 529 overloaded_error, which its clients retry; Retry-After is kept.
-boost::beast::http::response<boost::beast::http::string_body> anthropic_error_response(const api_error& e,
-                                                                                       unsigned version,
-                                                                                       bool keep_alive);
+boost::beast::http::response<boost::beast::http::string_body>
+anthropic_error_response(const api_error& e, unsigned version, bool keep_alive);
 
 /// "event: <name>\ndata: <json>\n\n", the name being the payload's "type".
 std::string anthropic_event(const boost::json::object& data);

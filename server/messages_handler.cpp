@@ -59,8 +59,8 @@ asio::awaitable<api_result<std::vector<std::int32_t>>> messages_prompt(server_st
     }
     const model& m = *st.loaded;
     // Control-token text in the prefill stays text, as in any message's content.
-    const auto more = m.vocab().encode(
-        mreq.prefill, {.add_special = false, .parse_special = m.options().special_tokens_in_content});
+    const auto more =
+        m.vocab().encode(mreq.prefill, {.add_special = false, .parse_special = m.options().special_tokens_in_content});
     prompt->insert(prompt->end(), more.begin(), more.end());
     const auto context = st.slots.any_session().context_size();
     if (prompt->size() >= context) {
@@ -114,8 +114,8 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
     }
     auto [reason, sequence] = stop_of(total, blocks, mreq);
     log_generation(meta, reason, total);
-    const auto body = message_json(meta, blocks.content(), json::value(reason), std::move(sequence),
-                                   anthropic_usage(total));
+    const auto body =
+        message_json(meta, blocks.content(), json::value(reason), std::move(sequence), anthropic_usage(total));
     co_return co_await answer_json(stream, req, st, body);
 }
 

@@ -19,9 +19,9 @@ boost::asio::awaitable<bool> handle_messages(boost::beast::tcp_stream& stream,
                                              server_state& st);
 
 /// Answers {"input_tokens": n}: the tokens of the prompt /v1/messages would generate from.
-boost::asio::awaitable<bool> handle_count_tokens(
-    boost::beast::tcp_stream& stream, const boost::beast::http::request<boost::beast::http::string_body>& req,
-    server_state& st);
+boost::asio::awaitable<bool>
+handle_count_tokens(boost::beast::tcp_stream& stream,
+                    const boost::beast::http::request<boost::beast::http::string_body>& req, server_state& st);
 
 /// Whether `path` belongs to the Messages API (its errors take Anthropic's shape).
 bool is_messages_path(std::string_view path) noexcept;

@@ -50,13 +50,13 @@ TEST(anthropic_request, blocks_become_openai_form_messages_with_the_prefill_apar
         R"({"type":"tool_result","tool_use_id":"toolu_9","content":[{"type":"text","text":"a"},)"
         R"({"type":"text","text":"b"}]},{"type":"text","text":"After."}]},)"
         R"({"role":"assistant","content":[{"type":"text","text":"Sure,"}]}]})");
-    const auto expected = json::parse(
-        R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Weather?"},)"
-        R"({"role":"assistant","content":"","tool_calls":[{"id":"toolu_9","type":"function",)"
-        R"("function":{"name":"get_weather","arguments":{"city":"Paris"}}}],"reasoning_content":"Tool.",)"
-        R"("thinking":"Tool."},{"role":"user","content":"Before."},)"
-        R"({"role":"tool","tool_call_id":"toolu_9","content":"a\nb","name":"get_weather"},)"
-        R"({"role":"user","content":"After."}])");
+    const auto expected =
+        json::parse(R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Weather?"},)"
+                    R"({"role":"assistant","content":"","tool_calls":[{"id":"toolu_9","type":"function",)"
+                    R"("function":{"name":"get_weather","arguments":{"city":"Paris"}}}],"reasoning_content":"Tool.",)"
+                    R"("thinking":"Tool."},{"role":"user","content":"Before."},)"
+                    R"({"role":"tool","tool_call_id":"toolu_9","content":"a\nb","name":"get_weather"},)"
+                    R"({"role":"user","content":"After."}])");
     EXPECT_EQ(json::value(r.chat.generate.messages), expected) << json::serialize(r.chat.generate.messages);
     EXPECT_EQ(r.prefill, "Sure,");
     EXPECT_EQ(r.chat.generate.max_tokens, 9u);
@@ -86,9 +86,9 @@ TEST(anthropic_request, tools_become_functions_and_tool_choice_none_leaves_them_
     EXPECT_FALSE(none.chat.parse_tool_calls);
     EXPECT_FALSE(none.chat.generate.template_kwargs.contains("tools"));
     // Counting needs no decoding: tool_choice "any" is fine there.
-    const auto counted = parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"any"},)" +
-                                   tools + "}",
-                               messages_endpoint::count_tokens);
+    const auto counted =
+        parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"any"},)" + tools + "}",
+              messages_endpoint::count_tokens);
     EXPECT_TRUE(counted.chat.parse_tool_calls);
 }
 

@@ -110,8 +110,8 @@ TEST(messages, whole_answer_is_an_anthropic_message_with_usage) {
     EXPECT_GT(usage.at("input_tokens").as_int64(), 0);
     EXPECT_EQ(usage.at("cache_read_input_tokens").as_int64(), 0);
     // The same prompt again reuses the slot's cache: reported as cache reads, the total unchanged.
-    const auto again = parse_object(
-        post_json(server.port(), "/v1/messages", "{" + hello + R"(,"max_tokens":5,"temperature":0})"));
+    const auto again =
+        parse_object(post_json(server.port(), "/v1/messages", "{" + hello + R"(,"max_tokens":5,"temperature":0})"));
     const auto& u2 = again.at("usage").as_object();
     EXPECT_GT(u2.at("cache_read_input_tokens").as_int64(), 0);
     EXPECT_EQ(u2.at("input_tokens").as_int64() + u2.at("cache_read_input_tokens").as_int64(),
@@ -123,8 +123,8 @@ TEST(messages, streamed_events_come_in_anthropic_order_and_agree_with_the_whole_
     server_process server;
     const std::string body = "{" + hello + R"(,"max_tokens":6,"temperature":0)";
     const auto whole = parse_object(post_json(server.port(), "/v1/messages", body + "}"));
-    const auto r = post_json(server.port(), "/v1/messages", body + R"(,"stream":true})",
-                             {{"anthropic-version", "2023-06-01"}});
+    const auto r =
+        post_json(server.port(), "/v1/messages", body + R"(,"stream":true})", {{"anthropic-version", "2023-06-01"}});
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.headers.at("content-type"), "text/event-stream");
     const auto events = sse_events(r.body);
@@ -136,9 +136,9 @@ TEST(messages, streamed_events_come_in_anthropic_order_and_agree_with_the_whole_
             names.push_back(name);
         }
     }
-    const std::vector<std::string> expected{"message_start",       "ping",          "content_block_start",
-                                            "content_block_delta", "content_block_stop", "message_delta",
-                                            "message_stop"};
+    const std::vector<std::string> expected{
+        "message_start",      "ping",          "content_block_start", "content_block_delta",
+        "content_block_stop", "message_delta", "message_stop"};
     EXPECT_EQ(names, expected) << r.body;
     const auto& start = events.front().second.at("message").as_object();
     EXPECT_EQ(std::string(start.at("id").as_string()).substr(0, 4), "msg_");
@@ -234,8 +234,9 @@ TEST(messages, tool_use_history_renders_exactly_as_its_openai_form_and_round_tri
     const auto usage = body_json(r).at("usage");
     EXPECT_LT(usage.at("input_tokens").as_int64() + usage.at("cache_read_input_tokens").as_int64(), expected);
     const auto with_tools = post_json(server.port(), "/v1/messages",
-                                      "{" + anthropic_history + R"(,"max_tokens":2,"tool_choice":{"type":"auto",)"
-                                                                R"("disable_parallel_tool_use":true}})");
+                                      "{" + anthropic_history +
+                                          R"(,"max_tokens":2,"tool_choice":{"type":"auto",)"
+                                          R"("disable_parallel_tool_use":true}})");
     ASSERT_EQ(with_tools.status, 200) << with_tools.body;
 }
 
@@ -316,7 +317,8 @@ TEST(messages, bad_requests_are_anthropic_shaped_400s_naming_the_problem) {
         EXPECT_NE(r.body.find(mention), std::string::npos) << body << "\n" << r.body;
     }
     // count_tokens takes the prompt's fields only.
-    const auto counted = post_json(server.port(), "/v1/messages/count_tokens", R"({"model":"m","max_tokens":5,)" + user + "}");
+    const auto counted =
+        post_json(server.port(), "/v1/messages/count_tokens", R"({"model":"m","max_tokens":5,)" + user + "}");
     EXPECT_EQ(counted.status, 400) << counted.body;
     EXPECT_EQ(anthropic_error_problem(counted, "invalid_request_error"), "");
     // Fields Claude Code sends beyond the documented schema are accepted.
@@ -354,9 +356,10 @@ TEST(messages, api_key_is_accepted_as_x_api_key_or_bearer_and_refusals_are_anthr
     EXPECT_EQ(wrong.status, 401);
     EXPECT_EQ(anthropic_error_problem(wrong, "authentication_error"), "");
     // As Claude Code sends it: x-api-key, the version and beta headers, and ?beta=true.
-    const auto x_api_key = post_json(
-        server.port(), "/v1/messages?beta=true", body,
-        {{"x-api-key", "sekret"}, {"anthropic-version", "2023-06-01"}, {"anthropic-beta", "fine-grained-tool-streaming"}});
+    const auto x_api_key = post_json(server.port(), "/v1/messages?beta=true", body,
+                                     {{"x-api-key", "sekret"},
+                                      {"anthropic-version", "2023-06-01"},
+                                      {"anthropic-beta", "fine-grained-tool-streaming"}});
     EXPECT_EQ(x_api_key.status, 200) << x_api_key.body;
     const auto bearer = post_json(server.port(), "/v1/messages", body, {{"Authorization", "Bearer sekret"}});
     EXPECT_EQ(bearer.status, 200) << bearer.body;
