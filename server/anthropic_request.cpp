@@ -318,6 +318,61 @@ api_result<gathered> translation::assistant(const json::value& content, const st
     return g;
 }
 
+/// An assistant turn in OpenAI form: content, tool_calls, and the reasoning under the names Qwen-style
+/// (reasoning_content) and gpt-oss (thinking) templates read.
+json::object assistant_message(gathered g) {
+    json::object a{{"role", "assistant"}, {"content", std::move(g.text)}};
+    if (!g.calls.empty()) {
+        a["tool_calls"] = std::move(g.calls);
+    }
+    if (!g.reasoning.empty()) {
+        a["reasoning_content"] = g.reasoning;
+        a["thinking"] = std::move(g.reasoning);
+    }
+    return a;
+}
+
+/// Message `where` of the history; `last` makes an assistant message the prefill.
+maybe_error read_message(translation& tr, const json::value& v, const std::string& where, bool last,
+                         messages_request& out) {
+    if (!v.is_object()) {
+        return wrong_type(where, "an object", v);
+    }
+    const auto& m = v.get_object();
+    const auto* role = find(m, "role");
+    const auto* content = find(m, "content");
+    if (role == nullptr || !role->is_string()) {
+        return role ? wrong_type(where + ".role", "a string", *role) : missing(where + ".role");
+    }
+    if (content == nullptr) {
+        return missing(where + ".content");
+    }
+    if (role->get_string() == "user") {
+        return tr.user(*content, where + ".content");
+    }
+    if (role->get_string() != "assistant") {
+        return bad_request(where +
+                               ".role: must be \"user\" or \"assistant\" (the system prompt is the top-level "
+                               "system field), got '" +
+                               std::string(role->get_string()) + "'",
+                           where + ".role", "unsupported_value");
+    }
+    auto g = tr.assistant(*content, where + ".content");
+    if (!g) {
+        return g.error();
+    }
+    if (!last) {
+        out.chat.generate.messages.push_back(assistant_message(std::move(*g)));
+        return std::nullopt;
+    }
+    if (!g->calls.empty()) { // a prefill: the answer continues it
+        return bad_request(where + ": the final assistant message is a prefill and cannot hold tool_use",
+                           where + ".content", "invalid_value");
+    }
+    out.prefill = std::move(g->text);
+    return std::nullopt;
+}
+
 /// messages: the OpenAI-form history in `out.chat.generate.messages` (after the system message), and a final
 /// assistant message's text as the prefill.
 maybe_error read_messages(const json::object& o, messages_request& out) {
@@ -335,53 +390,9 @@ maybe_error read_messages(const json::object& o, messages_request& out) {
     auto& messages = out.chat.generate.messages;
     translation tr(messages);
     for (std::size_t i = 0; i < list.size(); ++i) {
-        const std::string where = "messages." + std::to_string(i);
-        if (!list[i].is_object()) {
-            return wrong_type(where, "an object", list[i]);
+        if (auto e = read_message(tr, list[i], "messages." + std::to_string(i), i + 1 == list.size(), out)) {
+            return e;
         }
-        const auto& m = list[i].get_object();
-        const auto* role = find(m, "role");
-        const auto* content = find(m, "content");
-        if (role == nullptr || !role->is_string()) {
-            return role ? wrong_type(where + ".role", "a string", *role) : missing(where + ".role");
-        }
-        if (content == nullptr) {
-            return missing(where + ".content");
-        }
-        if (role->get_string() == "user") {
-            if (auto e = tr.user(*content, where + ".content")) {
-                return e;
-            }
-            continue;
-        }
-        if (role->get_string() != "assistant") {
-            return bad_request(where +
-                                   ".role: must be \"user\" or \"assistant\" (the system prompt is the top-level "
-                                   "system field), got '" +
-                                   std::string(role->get_string()) + "'",
-                               where + ".role", "unsupported_value");
-        }
-        auto g = tr.assistant(*content, where + ".content");
-        if (!g) {
-            return g.error();
-        }
-        if (i + 1 == list.size()) { // a prefill: the answer continues it
-            if (!g->calls.empty()) {
-                return bad_request(where + ": the final assistant message is a prefill and cannot hold tool_use",
-                                   where + ".content", "invalid_value");
-            }
-            out.prefill = std::move(g->text);
-            continue;
-        }
-        json::object a{{"role", "assistant"}, {"content", g->text}};
-        if (!g->calls.empty()) {
-            a["tool_calls"] = std::move(g->calls);
-        }
-        if (!g->reasoning.empty()) {
-            a["reasoning_content"] = g->reasoning; // Qwen-style templates read reasoning_content; gpt-oss's thinking
-            a["thinking"] = g->reasoning;
-        }
-        messages.push_back(std::move(a));
     }
     if (messages.empty() || (messages.size() == 1 && messages[0].as_object().at("role").as_string() == "system")) {
         return bad_request("messages: a user message must come before the assistant prefill", "messages",
