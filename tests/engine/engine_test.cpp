@@ -228,6 +228,8 @@ TEST(generation, stop_string_cuts_the_text_and_ends_the_generation) {
     const auto cut = generate(b, req);
     EXPECT_EQ(cut.text, expected);
     EXPECT_EQ(cut.summary.reason, finish_reason::stop);
+    EXPECT_EQ(cut.summary.stopped_by, stop);
+    EXPECT_EQ(full.summary.stopped_by, "");
     EXPECT_LT(cut.summary.completion_tokens, 40u);
 }
 
