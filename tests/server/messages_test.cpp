@@ -346,6 +346,38 @@ TEST(messages, a_body_over_max_body_is_an_anthropic_413_request_too_large) {
     EXPECT_EQ(anthropic_error_problem(r, "request_too_large"), "");
 }
 
+TEST(messages, a_request_shaped_like_claude_codes_streams_to_message_stop) {
+    server_process server;
+    // What Claude Code sends: ?beta=true, system blocks with cache_control, tools with its extra fields, thinking,
+    // metadata, context_management, output_config, a tool round trip with cache_control on the last block.
+    const std::string body =
+        R"({"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,"temperature":1,)"
+        R"("metadata":{"user_id":"user_abc_account__session_1"},"context_management":{"edits":[]},)"
+        R"("output_config":{"effort":"medium"},"thinking":{"type":"enabled","budget_tokens":1024},)"
+        R"("system":[{"type":"text","text":"You are a coding agent."},)"
+        R"({"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],)"
+        R"("tools":[{"name":"Bash","description":"Runs a command","input_schema":{"type":"object",)"
+        R"("properties":{"command":{"type":"string"}},"required":["command"],"additionalProperties":false,)"
+        R"("$schema":"http://json-schema.org/draft-07/schema#"},"eager_input_streaming":true}],)"
+        R"("messages":[{"role":"user","content":[{"type":"text","text":"List the files."}]},)"
+        R"({"role":"assistant","content":[{"type":"thinking","thinking":"Run ls.","signature":""},)"
+        R"({"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"ls"}}]},)"
+        R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"a.txt",)"
+        R"("cache_control":{"type":"ephemeral"}}]}]})";
+    const auto r =
+        post_json(server.port(), "/v1/messages?beta=true", body, {{"anthropic-beta", "interleaved-thinking"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto events = sse_events(r.body);
+    ASSERT_GE(events.size(), 4u) << r.body;
+    EXPECT_EQ(events.front().first, "message_start");
+    EXPECT_EQ(events.back().first, "message_stop");
+    EXPECT_EQ(events[events.size() - 2].first, "message_delta");
+    const auto counted = post_json(server.port(), "/v1/messages/count_tokens?beta=true",
+                                   R"({"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Hi"}],)"
+                                   R"("tools":[{"name":"Bash","input_schema":{"type":"object"}}]})");
+    EXPECT_EQ(counted.status, 200) << counted.body;
+}
+
 TEST(messages, api_key_is_accepted_as_x_api_key_or_bearer_and_refusals_are_anthropic_shaped) {
     server_process server({"--api-key", "sekret"});
     const std::string body = "{" + hello + R"(,"max_tokens":1})";
