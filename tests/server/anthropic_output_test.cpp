@@ -2,6 +2,7 @@
 // messages the chat template gets, the prefill and template variables; generated text with reasoning and tool
 // calls (Qwen3/Hermes syntax, fed as token events since the tiny model cannot be made to call) to thinking and
 // tool_use blocks, whole and as streamed events that rebuild the same blocks; stop reasons; error shapes.
+#include "runtime/chat/chat_template.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 #include "server/anthropic_request.hpp"
@@ -12,6 +13,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -90,6 +92,36 @@ TEST(anthropic_request, tools_become_functions_and_tool_choice_none_leaves_them_
         parse(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"any"},)" + tools + "}",
               messages_endpoint::count_tokens);
     EXPECT_TRUE(counted.chat.parse_tool_calls);
+}
+
+/// The real chat templates of the model families that call tools, over a translated history with reasoning,
+/// a call, its result and text after it (as Claude Code sends them): each renders, with the call and the result.
+TEST(anthropic_request, a_translated_tool_history_renders_through_real_chat_templates) {
+    const auto r =
+        parse(R"({"model":"m","max_tokens":9,"system":[{"type":"text","text":"Be brief."}],"messages":[)"
+              R"({"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":[)"
+              R"({"type":"thinking","thinking":"Ask the tool.","signature":""},)"
+              R"({"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},)"
+              R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"},)"
+              R"({"type":"text","text":"And Rome?"}]}],)"
+              R"("tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object",)"
+              R"("properties":{"city":{"type":"string"}}}}]})");
+    for (const char* name : {"Qwen-Qwen3-0.6B", "Qwen3.5-4B", "GLM-4.7-Flash", "deepseek-ai-DeepSeek-V3.2",
+                             "openai-gpt-oss-120b", "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+                             "meta-llama-Llama-3.1-8B-Instruct", "google-gemma-4-31B-it", "MiniMax-M3"}) {
+        auto source = chat::load_template_source(std::filesystem::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates" /
+                                                 (std::string(name) + ".jinja"));
+        ASSERT_TRUE(source) << name << ": " << source.error().message;
+        chat::chat_inputs inputs;
+        inputs.messages = r.chat.generate.messages;
+        inputs.kwargs = r.chat.generate.template_kwargs;
+        inputs.add_generation_prompt = true;
+        const auto prompt = chat::render_chat(source->text, inputs);
+        ASSERT_TRUE(prompt) << name << ": " << prompt.error().message;
+        for (const char* part : {"get_weather", "Paris", "sunny", "And Rome?"}) {
+            EXPECT_NE(prompt->find(part), std::string::npos) << name << " lacks " << part << ":\n" << *prompt;
+        }
+    }
 }
 
 output_reading hermes_reading() {
