@@ -1,0 +1,149 @@
+// Replaying a routing recording through the planned expert cache: the trace of router choices, the cold start
+// left out, the hit rate and the disk traffic that follow.
+#include "runtime/engine/routing_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+/// Appends the accesses of tokens [0, tokens) of `trace` to `out`, each token's layers in order.
+void append_accesses(const experts::routing_trace& trace, std::vector<experts::expert_access>& out) {
+    const auto& g = trace.geometry();
+    for (std::uint64_t t = 0; t < trace.size(); ++t) {
+        for (std::uint32_t l = 0; l < g.layers; ++l) {
+            for (const auto e : trace.experts(t, l)) {
+                if (e != experts::no_expert) {
+                    out.push_back({l, static_cast<std::int32_t>(e)});
+                }
+            }
+        }
+    }
+}
+
+/// Accesses of the first `tokens` tokens (their layers' chosen experts) of `trace`.
+std::size_t accesses_before(const experts::routing_trace& trace, std::uint64_t tokens) {
+    const auto& g = trace.geometry();
+    std::size_t n = 0;
+    for (std::uint64_t t = 0; t < std::min(tokens, trace.size()); ++t) {
+        for (std::uint32_t l = 0; l < g.layers; ++l) {
+            const auto ids = trace.experts(t, l);
+            n += static_cast<std::size_t>(std::count_if(ids.begin(), ids.end(),
+                                                        [](auto e) { return e != experts::no_expert; }));
+        }
+    }
+    return n;
+}
+
+/// The first token after which `slots` distinct experts were chosen (the cache is then full: until then no
+/// policy evicts), or nullopt when the recording chooses fewer.
+std::optional<std::uint64_t> tokens_to_fill(const experts::routing_trace& trace, std::uint64_t slots) {
+    const auto& g = trace.geometry();
+    std::vector<bool> seen(std::size_t{g.layers} * g.experts, false);
+    std::uint64_t distinct = 0;
+    for (std::uint64_t t = 0; t < trace.size(); ++t) {
+        for (std::uint32_t l = 0; l < g.layers; ++l) {
+            for (const auto e : trace.experts(t, l)) {
+                if (e != experts::no_expert && !seen[std::size_t{l} * g.experts + e]) {
+                    seen[std::size_t{l} * g.experts + e] = true;
+                    ++distinct;
+                }
+            }
+        }
+        if (distinct >= slots) {
+            return t + 1;
+        }
+    }
+    return std::nullopt;
+}
+
+/// Hits and misses of a cache of `slots` slots with `policy` over `accesses`.
+experts::simulation simulate_cache(experts::cache_policy policy, std::uint32_t slots,
+                                   const experts::routing_geometry& g,
+                                   std::span<const experts::expert_access> accesses) {
+    auto p = experts::make_policy(policy, slots, g.layers, g.experts);
+    return experts::simulate(*p, slots, g.layers, g.experts, accesses);
+}
+
+} // namespace
+
+result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
+                                          const experts::routing_trace& trace, experts::routing_geometry model,
+                                          experts::cache_policy policy, const std::string& what) {
+    const auto& g = trace.geometry();
+    if (g != model) {
+        return make_error(std::errc::invalid_argument, what + ": recording of " + experts::to_string(g) +
+                                                           " (model \"" + trace.header().model_name +
+                                                           "\") does not fit this model's " +
+                                                           experts::to_string(model));
+    }
+    if (trace.size() == 0) {
+        return make_error(std::errc::invalid_argument, what + ": the recording holds no tokens");
+    }
+    routing_estimate e;
+    e.policy = policy;
+    e.tokens = trace.size();
+    e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
+                             ? 1.0 - static_cast<double>(plan.read_bytes_per_token) /
+                                         static_cast<double>(plan.read_bytes_per_token_cold)
+                             : 1.0;
+    if (!plan.streams()) {
+        e.measured_tokens = e.tokens; // everything is resident: every choice is a hit, nothing is read
+        e.hit_rate = 1.0;
+        return e;
+    }
+    // Warm-up: the tokens until the cache is full; a recording that never fills it is replayed twice.
+    const auto slots = static_cast<std::uint32_t>(std::min<std::uint64_t>(plan.cache_slots, UINT32_MAX));
+    const auto fill = tokens_to_fill(trace, slots);
+    std::vector<experts::expert_access> accesses;
+    append_accesses(trace, accesses);
+    std::size_t warm_accesses = 0;
+    if (fill && *fill < trace.size()) {
+        e.warmup_tokens = *fill;
+        warm_accesses = accesses_before(trace, *fill);
+    } else {
+        e.second_pass = true;
+        e.warmup_tokens = trace.size();
+        warm_accesses = accesses.size();
+        accesses.insert(accesses.end(), accesses.begin(), accesses.end());
+    }
+    e.measured_tokens = (e.second_pass ? 2 * e.tokens : e.tokens) - e.warmup_tokens;
+    // simulate() is online: the counts of the warm-up prefix alone are the prefix's share of the whole run.
+    const auto all = simulate_cache(policy, slots, g, accesses);
+    const auto warm = simulate_cache(policy, slots, g, std::span(accesses).first(warm_accesses));
+    e.hits = all.hits - warm.hits;
+    e.misses = all.misses - warm.misses;
+    e.hit_rate = e.hits + e.misses ? static_cast<double>(e.hits) / static_cast<double>(e.hits + e.misses) : 1.0;
+    e.read_bytes_per_token = static_cast<std::uint64_t>(std::llround(
+        static_cast<double>(e.misses) * static_cast<double>(layout.read_bytes) / static_cast<double>(e.measured_tokens)));
+    e.tokens_per_s_bound = plan.disk_bandwidth > 0 && e.read_bytes_per_token > 0
+                               ? plan.disk_bandwidth / static_cast<double>(e.read_bytes_per_token)
+                               : 0.0;
+    return e;
+}
+
+boost::json::object to_json(const routing_estimate& e) {
+    return boost::json::object{
+        {"policy", std::string(experts::to_string(e.policy))},
+        {"tokens", e.tokens},
+        {"warmup_tokens", e.warmup_tokens},
+        {"measured_tokens", e.measured_tokens},
+        {"second_pass", e.second_pass},
+        {"hits", e.hits},
+        {"misses", e.misses},
+        {"demand_hit_rate", e.hit_rate},
+        {"uniform_hit_rate", e.uniform_hit_rate},
+        {"read_bytes_per_token", e.read_bytes_per_token},
+        {"tokens_per_s_bound", e.tokens_per_s_bound},
+        {"assumptions",
+         "the recording's tokens one at a time, each token's layers in order, through one cache of cache_slots "
+         "slots over all layers; the cold start (warmup_tokens) is not counted. Demand reads only: prefetched "
+         "experts that are never chosen add reads, prefetched ones that are chosen turn misses into waits. "
+         "tokens_per_s_bound counts disk reads only (compute ignored)."},
+    };
+}
+
+} // namespace sluice
