@@ -313,7 +313,7 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
         return trace.error();
     }
     const experts::routing_geometry model{hp.n_layer, hp.n_expert, hp.n_expert_used};
-    auto e = estimate_routing(plan, layout, *trace, model, *policy, opts.routing);
+    auto e = estimate_routing(plan, layout, *trace, model, *policy, !opts.memory.no_prefetch, opts.routing);
     if (!e) {
         return e.error();
     }
@@ -470,6 +470,9 @@ void add_inspect_command(CLI::App& app) {
     cmd->add_option("--policy", opts->policy, "--routing: the cache's replacement policy (lru or lfu)")
         ->capture_default_str()
         ->check(CLI::IsMember({"lru", "lfu"}))
+        ->needs(routing);
+    cmd->add_flag("--no-prefetch", opts->memory.no_prefetch,
+                  "--routing: read only the chosen experts, not the recording's next-layer predictions ahead")
         ->needs(routing);
     cmd->callback([opts] {
         if (opts->path.empty())

@@ -10,32 +10,30 @@
 namespace sluice {
 namespace {
 
-/// Appends the accesses of tokens [0, tokens) of `trace` to `out`, each token's layers in order.
-void append_accesses(const experts::routing_trace& trace, std::vector<experts::expert_access>& out) {
+/// The accesses of every token of `trace`, each token's layers in order: a layer's chosen experts, then (with
+/// `prefetch`) the next layer's experts predicted at it, read ahead as the cache does. `token_ends[t]` is where
+/// token t's accesses end.
+void append_accesses(const experts::routing_trace& trace, bool prefetch, std::vector<experts::expert_access>& out,
+                     std::vector<std::size_t>& token_ends) {
     const auto& g = trace.geometry();
     for (std::uint64_t t = 0; t < trace.size(); ++t) {
         for (std::uint32_t l = 0; l < g.layers; ++l) {
             for (const auto e : trace.experts(t, l)) {
                 if (e != experts::no_expert) {
-                    out.push_back({l, static_cast<std::int32_t>(e)});
+                    out.push_back({l, static_cast<std::int32_t>(e), false});
+                }
+            }
+            if (!prefetch || l + 1 == g.layers) {
+                continue;
+            }
+            for (const auto e : trace.predicted(t, l)) {
+                if (e != experts::no_expert) {
+                    out.push_back({l + 1, static_cast<std::int32_t>(e), true});
                 }
             }
         }
+        token_ends.push_back(out.size());
     }
-}
-
-/// Accesses of the first `tokens` tokens (their layers' chosen experts) of `trace`.
-std::size_t accesses_before(const experts::routing_trace& trace, std::uint64_t tokens) {
-    const auto& g = trace.geometry();
-    std::size_t n = 0;
-    for (std::uint64_t t = 0; t < std::min(tokens, trace.size()); ++t) {
-        for (std::uint32_t l = 0; l < g.layers; ++l) {
-            const auto ids = trace.experts(t, l);
-            n += static_cast<std::size_t>(std::count_if(ids.begin(), ids.end(),
-                                                        [](auto e) { return e != experts::no_expert; }));
-        }
-    }
-    return n;
 }
 
 /// The first token after which `slots` distinct experts were chosen (the cache is then full: until then no
@@ -72,7 +70,7 @@ experts::simulation simulate_cache(experts::cache_policy policy, std::uint32_t s
 
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
-                                          experts::cache_policy policy, const std::string& what) {
+                                          experts::cache_policy policy, bool prefetch, const std::string& what) {
     const auto& g = trace.geometry();
     if (g != model) {
         return make_error(std::errc::invalid_argument, what + ": recording of " + experts::to_string(g) +
@@ -85,6 +83,7 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     }
     routing_estimate e;
     e.policy = policy;
+    e.prefetch = prefetch;
     e.tokens = trace.size();
     e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
                              ? 1.0 - static_cast<double>(plan.read_bytes_per_token) /
@@ -99,11 +98,12 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     const auto slots = static_cast<std::uint32_t>(std::min<std::uint64_t>(plan.cache_slots, UINT32_MAX));
     const auto fill = tokens_to_fill(trace, slots);
     std::vector<experts::expert_access> accesses;
-    append_accesses(trace, accesses);
+    std::vector<std::size_t> token_ends;
+    append_accesses(trace, prefetch, accesses, token_ends);
     std::size_t warm_accesses = 0;
     if (fill && *fill < trace.size()) {
         e.warmup_tokens = *fill;
-        warm_accesses = accesses_before(trace, *fill);
+        warm_accesses = token_ends[*fill - 1];
     } else {
         e.second_pass = true;
         e.warmup_tokens = trace.size();
@@ -116,9 +116,13 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     const auto warm = simulate_cache(policy, slots, g, std::span(accesses).first(warm_accesses));
     e.hits = all.hits - warm.hits;
     e.misses = all.misses - warm.misses;
+    e.prefetch_reads = all.prefetch_reads - warm.prefetch_reads;
+    e.prefetch_used = all.prefetch_used - warm.prefetch_used;
+    e.prefetch_wasted = all.prefetch_wasted - warm.prefetch_wasted;
     e.hit_rate = e.hits + e.misses ? static_cast<double>(e.hits) / static_cast<double>(e.hits + e.misses) : 1.0;
-    e.read_bytes_per_token = static_cast<std::uint64_t>(std::llround(
-        static_cast<double>(e.misses) * static_cast<double>(layout.read_bytes) / static_cast<double>(e.measured_tokens)));
+    const auto reads = static_cast<double>(e.misses + e.prefetch_reads);
+    e.read_bytes_per_token = static_cast<std::uint64_t>(
+        std::llround(reads * static_cast<double>(layout.read_bytes) / static_cast<double>(e.measured_tokens)));
     e.tokens_per_s_bound = plan.disk_bandwidth > 0 && e.read_bytes_per_token > 0
                                ? plan.disk_bandwidth / static_cast<double>(e.read_bytes_per_token)
                                : 0.0;
@@ -128,6 +132,7 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
 boost::json::object to_json(const routing_estimate& e) {
     return boost::json::object{
         {"policy", std::string(experts::to_string(e.policy))},
+        {"prefetch", e.prefetch},
         {"tokens", e.tokens},
         {"warmup_tokens", e.warmup_tokens},
         {"measured_tokens", e.measured_tokens},
@@ -135,14 +140,18 @@ boost::json::object to_json(const routing_estimate& e) {
         {"hits", e.hits},
         {"misses", e.misses},
         {"demand_hit_rate", e.hit_rate},
+        {"prefetch_reads", e.prefetch_reads},
+        {"prefetch_used", e.prefetch_used},
+        {"prefetch_wasted", e.prefetch_wasted},
         {"uniform_hit_rate", e.uniform_hit_rate},
         {"read_bytes_per_token", e.read_bytes_per_token},
         {"tokens_per_s_bound", e.tokens_per_s_bound},
         {"assumptions",
          "the recording's tokens one at a time, each token's layers in order, through one cache of cache_slots "
-         "slots over all layers; the cold start (warmup_tokens) is not counted. Demand reads only: prefetched "
-         "experts that are never chosen add reads, prefetched ones that are chosen turn misses into waits. "
-         "tokens_per_s_bound counts disk reads only (compute ignored)."},
+         "slots over all layers; the cold start (warmup_tokens) is not counted. A hit is a chosen expert found "
+         "cached (a prefetched one counts, whether or not its read had finished). read_bytes_per_token counts "
+         "misses and, with prefetch, the recorded next-layer predictions that were not cached. tokens_per_s_bound "
+         "counts disk reads only (compute ignored) for one sequence decoding."},
     };
 }
 

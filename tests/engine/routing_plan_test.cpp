@@ -54,7 +54,7 @@ const std::vector<std::uint16_t> cycle_of_four = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 
 
 TEST(estimate_routing, a_cycle_that_fits_the_cache_hits_after_the_cold_start) {
     const auto e = estimate_routing(streaming_plan(4), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, "test.routing");
+                                    cache_policy::lru, true, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_EQ(e->tokens, 12u);
     EXPECT_EQ(e->warmup_tokens, 4u);
@@ -70,7 +70,7 @@ TEST(estimate_routing, a_cycle_that_fits_the_cache_hits_after_the_cold_start) {
 
 TEST(estimate_routing, lru_one_slot_short_of_a_cycle_misses_every_time) {
     const auto e = estimate_routing(streaming_plan(3), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, "test.routing");
+                                    cache_policy::lru, true, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_EQ(e->warmup_tokens, 3u);
     EXPECT_EQ(e->measured_tokens, 9u);
@@ -85,9 +85,9 @@ TEST(estimate_routing, both_policies_keep_an_expert_chosen_every_other_token) {
     // recent but one) and LFU keeps it (it is the most chosen), so every later choice of 0 hits.
     const std::vector<std::uint16_t> chosen = {0, 1, 0, 2, 0, 3, 0, 1, 0, 2, 0, 3, 0, 1, 0, 2};
     const auto lru = estimate_routing(streaming_plan(2), one_mib_experts(), one_layer_trace(chosen), {1, 8, 1},
-                                      cache_policy::lru, "test.routing");
+                                      cache_policy::lru, true, "test.routing");
     const auto lfu = estimate_routing(streaming_plan(2), one_mib_experts(), one_layer_trace(chosen), {1, 8, 1},
-                                      cache_policy::lfu, "test.routing");
+                                      cache_policy::lfu, true, "test.routing");
     ASSERT_TRUE(lru && lfu);
     EXPECT_EQ(lru->hits, 7u); // every access of expert 0 after the warm-up
     EXPECT_EQ(lfu->policy, cache_policy::lfu);
@@ -96,7 +96,7 @@ TEST(estimate_routing, both_policies_keep_an_expert_chosen_every_other_token) {
 
 TEST(estimate_routing, a_cache_larger_than_the_recording_counts_a_second_pass) {
     const auto e = estimate_routing(streaming_plan(6), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, "test.routing");
+                                    cache_policy::lru, true, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_TRUE(e->second_pass);
     EXPECT_EQ(e->warmup_tokens, 12u);
@@ -104,10 +104,46 @@ TEST(estimate_routing, a_cache_larger_than_the_recording_counts_a_second_pass) {
     EXPECT_EQ(e->misses, 0u);
 }
 
+/// A two-layer, 8-expert, top-1 recording: each token chooses `first[t]` at layer 0 and `second[t]` at layer 1,
+/// and layer 0 predicts `second[t]` for layer 1 (a perfect prediction).
+experts::routing_trace two_layer_trace(const std::vector<std::uint16_t>& first, const std::vector<std::uint16_t>& second) {
+    const routing_geometry g{2, 8, 1};
+    auto bytes = experts::encode_routing_header({g, first.size(), "predicted"});
+    for (std::size_t t = 0; t < first.size(); ++t) {
+        const std::uint16_t ids[] = {first[t], second[t]};
+        const float weights[] = {1.0f, 1.0f};
+        const std::uint16_t predicted[] = {second[t], experts::no_expert};
+        experts::encode_routing_record(g, 0, static_cast<std::uint32_t>(t), ids, weights, predicted, bytes);
+    }
+    auto t = experts::routing_trace::parse(bytes, "test.routing");
+    EXPECT_TRUE(t) << t.error().message;
+    return std::move(*t);
+}
+
+TEST(estimate_routing, a_right_prediction_read_ahead_turns_the_next_layers_miss_into_a_hit) {
+    // Layer 1 cycles through 4 experts with 3 slots for both layers: a miss every time without prefetch; with
+    // it, every layer-1 choice was read ahead by the prediction, so only layer 0's expert 0 is ever chosen cold.
+    const std::vector<std::uint16_t> first(12, 0);
+    const std::vector<std::uint16_t> second = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4};
+    const auto trace = two_layer_trace(first, second);
+    const auto demand = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, cache_policy::lru,
+                                         false, "test.routing");
+    const auto ahead = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, cache_policy::lru,
+                                        true, "test.routing");
+    ASSERT_TRUE(demand && ahead);
+    EXPECT_EQ(demand->prefetch_reads, 0u);
+    EXPECT_GT(demand->misses, 0u);
+    EXPECT_EQ(ahead->misses, 0u);
+    EXPECT_EQ(ahead->prefetch_reads, ahead->measured_tokens); // one layer-1 expert read ahead per token
+    EXPECT_EQ(ahead->prefetch_used, ahead->prefetch_reads);
+    EXPECT_EQ(ahead->prefetch_wasted, 0u);
+    EXPECT_EQ(ahead->read_bytes_per_token, 1u << 20); // the read moved ahead, it did not go away
+}
+
 TEST(estimate_routing, a_resident_plan_reads_nothing) {
     memory_plan resident;
     const auto e = estimate_routing(resident, one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, "test.routing");
+                                    cache_policy::lru, true, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_DOUBLE_EQ(e->hit_rate, 1.0);
     EXPECT_EQ(e->read_bytes_per_token, 0u);
@@ -115,7 +151,7 @@ TEST(estimate_routing, a_resident_plan_reads_nothing) {
 
 TEST(estimate_routing, a_recording_of_another_geometry_is_refused_naming_both) {
     const auto e = estimate_routing(streaming_plan(4), one_mib_experts(), one_layer_trace(cycle_of_four), {2, 8, 2},
-                                    cache_policy::lru, "test.routing");
+                                    cache_policy::lru, true, "test.routing");
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().message, "test.routing: recording of 1 layers x 8 experts, top-1 (model \"hand-written\") "
                                  "does not fit this model's 2 layers x 8 experts, top-2");
@@ -123,7 +159,7 @@ TEST(estimate_routing, a_recording_of_another_geometry_is_refused_naming_both) {
 
 TEST(estimate_routing, the_json_names_the_rates_and_the_bound) {
     const auto e = estimate_routing(streaming_plan(3), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, "test.routing");
+                                    cache_policy::lru, true, "test.routing");
     ASSERT_TRUE(e);
     const auto o = to_json(*e);
     for (const char* key : {"policy", "tokens", "warmup_tokens", "measured_tokens", "demand_hit_rate",

@@ -60,19 +60,22 @@ std::string budget_with_slots(std::uint64_t slots) {
 } // namespace
 
 TEST(sluice_inspect_plan_routing, a_recording_gives_the_hit_rate_bytes_and_bound_under_it) {
-    const auto o = plan_json("--memory-budget " + budget_with_slots(6) + " --routing " + shell_quote(tiny_recording()));
+    const auto o = plan_json("--memory-budget " + budget_with_slots(6) + " --no-prefetch --routing " +
+                             shell_quote(tiny_recording()));
     ASSERT_EQ(o.at("strategy").as_string(), "stream_experts");
     ASSERT_TRUE(o.contains("routing")) << json::serialize(o);
     const auto& r = o.at("routing").as_object();
     EXPECT_EQ(r.at("recording").as_string(), tiny_recording());
     EXPECT_EQ(r.at("policy").as_string(), "lru");
+    EXPECT_FALSE(r.at("prefetch").as_bool());
+    EXPECT_EQ(u64(r, "prefetch_reads"), 0u);
     EXPECT_GE(u64(r, "tokens"), 24u); // the prompt's tokens and the generated ones
     EXPECT_EQ(u64(r, "measured_tokens") + u64(r, "warmup_tokens"),
               u64(r, "tokens") * (r.at("second_pass").as_bool() ? 2 : 1));
     const double hit = num(r, "demand_hit_rate");
     EXPECT_GE(hit, 0.0);
     EXPECT_LE(hit, 1.0);
-    // Misses times one expert's read bytes per token: below the cold traffic, and the bound follows from it.
+    // Demand misses times one expert's read bytes per token: below the cold traffic; the bound follows from it.
     const auto bytes = u64(r, "read_bytes_per_token");
     EXPECT_GT(bytes, 0u); // 6 slots for 2 layers of 8 experts cannot hold a sampled workload
     EXPECT_LE(bytes, u64(o, "read_bytes_per_token_cold"));
@@ -83,12 +86,24 @@ TEST(sluice_inspect_plan_routing, a_recording_gives_the_hit_rate_bytes_and_bound
     EXPECT_GT(num(o, "tokens_per_s_bound"), 0.0);
 }
 
+TEST(sluice_inspect_plan_routing, prefetch_reads_the_recorded_predictions_ahead_by_default) {
+    const auto flags = "--memory-budget " + budget_with_slots(6) + " --routing " + shell_quote(tiny_recording());
+    const auto ahead = plan_json(flags).at("routing").as_object();
+    const auto demand = plan_json(flags + " --no-prefetch").at("routing").as_object();
+    EXPECT_TRUE(ahead.at("prefetch").as_bool());
+    EXPECT_GT(u64(ahead, "prefetch_reads"), 0u);
+    EXPECT_LE(u64(ahead, "prefetch_used") + u64(ahead, "prefetch_wasted"), u64(ahead, "prefetch_reads") + 6);
+    // On this (seeded) recording the reads ahead turn misses into hits (64 against 91 when written).
+    EXPECT_LE(u64(ahead, "misses"), u64(demand, "misses"));
+    EXPECT_GE(num(ahead, "demand_hit_rate"), num(demand, "demand_hit_rate"));
+}
+
 TEST(sluice_inspect_plan_routing, a_bigger_lru_cache_never_hits_less) {
     double last = -1;
     for (const std::uint64_t slots : {4, 6, 10, 14}) {
         SCOPED_TRACE(slots);
-        const auto o =
-            plan_json("--memory-budget " + budget_with_slots(slots) + " --routing " + shell_quote(tiny_recording()));
+        const auto o = plan_json("--memory-budget " + budget_with_slots(slots) + " --no-prefetch --routing " +
+                                 shell_quote(tiny_recording()));
         ASSERT_TRUE(o.contains("routing"));
         const double hit = num(o.at("routing").as_object(), "demand_hit_rate");
         EXPECT_GE(hit, last);
