@@ -318,6 +318,10 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
         return e.error();
     }
     auto o = to_json(*e);
+    if (opts.compute_tokens_per_s > 0) {
+        o["tokens_per_s_estimate"] =
+            expected_tokens_per_s(opts.compute_tokens_per_s, e->read_bytes_per_token, plan.disk_bandwidth);
+    }
     o["recording"] = opts.routing;
     o["recorded_model"] = trace->header().model_name;
     return o;
@@ -380,6 +384,11 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
     o["n_ctx"] = in.n_ctx;
     o["n_seq"] = in.n_seq;
     o["disk_bandwidth_source"] = source;
+    if (opts.compute_tokens_per_s > 0) {
+        o["compute_tokens_per_s"] = opts.compute_tokens_per_s;
+        o["tokens_per_s_estimate"] =
+            expected_tokens_per_s(opts.compute_tokens_per_s, plan->read_bytes_per_token, plan->disk_bandwidth);
+    }
     if (plan->streams() && source == "none") {
         o["note"] = "no tokens/s bound: give --disk-bandwidth GBPS or --probe to measure the disk";
     }
@@ -471,6 +480,12 @@ void add_inspect_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"lru", "lfu"}))
         ->needs(routing);
+    cmd->add_option("--compute-tokens-per-s", opts->compute_tokens_per_s,
+                    "--plan: the model's decode tokens/s with its experts in memory (sluice bench with a budget that "
+                    "holds it, or a file of the same geometry and types); adds tokens_per_s_estimate = 1 / (1 / "
+                    "compute + disk seconds per token)")
+        ->check(CLI::PositiveNumber)
+        ->needs(plan);
     cmd->add_flag("--no-prefetch", opts->memory.no_prefetch,
                   "--routing: read only the chosen experts, not the recording's next-layer predictions ahead")
         ->needs(routing);

@@ -129,6 +129,14 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     return e;
 }
 
+double expected_tokens_per_s(double compute_tokens_per_s, std::uint64_t read_bytes_per_token, double disk_bandwidth) {
+    if (compute_tokens_per_s <= 0 || (read_bytes_per_token > 0 && disk_bandwidth <= 0)) {
+        return 0.0;
+    }
+    const double disk_s = read_bytes_per_token > 0 ? static_cast<double>(read_bytes_per_token) / disk_bandwidth : 0.0;
+    return 1.0 / (1.0 / compute_tokens_per_s + disk_s);
+}
+
 boost::json::object to_json(const routing_estimate& e) {
     return boost::json::object{
         {"policy", std::string(experts::to_string(e.policy))},

@@ -45,6 +45,12 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
                                           const experts::routing_trace& trace, experts::routing_geometry model,
                                           experts::cache_policy policy, bool prefetch, const std::string& what);
 
+/// Decode tokens/s of one sequence when each token computes for 1 / `compute_tokens_per_s` seconds (the model's
+/// decode speed with its experts in memory) and then waits for `read_bytes_per_token` at `disk_bandwidth` bytes/s,
+/// the two not overlapping: 1 / (1 / compute + bytes / bandwidth). 0 when the compute speed is unknown (0), or
+/// bytes are read at an unknown bandwidth.
+double expected_tokens_per_s(double compute_tokens_per_s, std::uint64_t read_bytes_per_token, double disk_bandwidth);
+
 /// The estimate as JSON (the keys are listed in docs/STREAMING.md).
 boost::json::object to_json(const routing_estimate& e);
 

@@ -157,6 +157,13 @@ TEST(estimate_routing, a_recording_of_another_geometry_is_refused_naming_both) {
                                  "does not fit this model's 2 layers x 8 experts, top-2");
 }
 
+TEST(expected_tokens_per_s, adds_the_disk_time_to_the_compute_time) {
+    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 0, 0.0), 10.0);           // nothing read: the compute speed
+    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 100'000'000, 1e9), 5.0); // 0.1 s + 0.1 s per token
+    EXPECT_DOUBLE_EQ(expected_tokens_per_s(0.0, 100'000'000, 1e9), 0.0);  // compute unknown
+    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 100'000'000, 0.0), 0.0); // disk unknown
+}
+
 TEST(estimate_routing, the_json_names_the_rates_and_the_bound) {
     const auto e = estimate_routing(streaming_plan(3), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
                                     cache_policy::lru, true, "test.routing");

@@ -98,6 +98,22 @@ TEST(sluice_inspect_plan_routing, prefetch_reads_the_recorded_predictions_ahead_
     EXPECT_GE(num(ahead, "demand_hit_rate"), num(demand, "demand_hit_rate"));
 }
 
+TEST(sluice_inspect_plan_routing, a_compute_speed_adds_an_estimate_below_both_limits) {
+    const auto o = plan_json("--memory-budget " + budget_with_slots(6) + " --compute-tokens-per-s 50 --routing " +
+                             shell_quote(tiny_recording()));
+    EXPECT_EQ(num(o, "compute_tokens_per_s"), 50.0);
+    const auto& r = o.at("routing").as_object();
+    for (const auto* part : {&o, &r}) {
+        const double estimate = num(*part, "tokens_per_s_estimate");
+        EXPECT_GT(estimate, 0.0);
+        EXPECT_LT(estimate, 50.0);
+        EXPECT_LT(estimate, num(*part, "tokens_per_s_bound"));
+        const double disk_s = static_cast<double>(u64(*part, "read_bytes_per_token")) / 1e9;
+        EXPECT_NEAR(estimate, 1.0 / (1.0 / 50.0 + disk_s), 1e-9);
+    }
+    EXPECT_NE(inspect_plan("--compute-tokens-per-s -3").status, 0);
+}
+
 TEST(sluice_inspect_plan_routing, a_bigger_lru_cache_never_hits_less) {
     double last = -1;
     for (const std::uint64_t slots : {4, 6, 10, 14}) {
