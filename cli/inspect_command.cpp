@@ -444,6 +444,9 @@ int run_inspect(const inspect_options& opts) {
         std::cout << json_text(report_json(*model, *tok, totals)) << "\n";
         return 0;
     }
+    if (opts.header_only) {
+        std::cout << "(--header-only: the file size is the bytes present; no tensor data was read)\n";
+    }
     print_text_header(std::cout, *model);
     print_text_tokenizer(std::cout, *tok);
     print_text_tensors(std::cout, *model);
