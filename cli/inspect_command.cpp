@@ -398,23 +398,21 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
 
 } // namespace
 
-/// Says why `opts.path` did not open. A file that holds its whole header but not the data its tensor table
-/// describes (a partial download) gets a hint at --header-only; one cut inside its header says where.
+/// Says why `opts.path` did not open. Read again header-only: a file that holds its whole header but not the data
+/// its tensor table describes (a partial download) gets a hint at --header-only; one that ends inside its header
+/// (or whose counts run past its end) gets where, and what is missing.
 void report_open_error(const inspect_options& opts, const error& e) {
+    std::cerr << "sluice inspect: " << e.message << "\n";
     if (opts.header_only) {
-        std::cerr << "sluice inspect: " << e.message << "\n";
         return;
     }
     auto header = gguf::model_files::open(opts.path, gguf::header_mode::header_only);
-    if (!header && gguf::is_cut_header(header.error())) {
-        std::cerr << "sluice inspect: " << header.error().message << "\n";
-        return;
-    }
-    std::cerr << "sluice inspect: " << e.message << "\n";
     if (header) {
         std::cerr << "sluice inspect: the header is whole but the file is shorter than its tensor table says (a "
                      "partial download?): --header-only reads the header alone, and --header-only --plan plans the "
                      "model from it\n";
+    } else if (gguf::is_cut_header(header.error())) {
+        std::cerr << "sluice inspect: " << header.error().message << "\n";
     }
 }
 
