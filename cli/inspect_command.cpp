@@ -1,5 +1,7 @@
 // `sluice inspect FILE [--json]`: what a GGUF model is and how its bytes split into dense and expert parts;
-// `sluice inspect FILE --plan [--memory-budget SIZE] [--probe] ...`: how it would be held in memory (JSON).
+// `sluice inspect FILE --plan [--memory-budget SIZE] [--probe] ...`: how it would be held in memory (JSON);
+// `--routing REC` adds what the planned cache does with a recorded workload; `--header-only` reads the header
+// alone, so a partial download can be inspected and planned.
 #include "cli/inspect_command.hpp"
 
 #include "cli/common_flags.hpp"
@@ -8,6 +10,7 @@
 #include "io/reader.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
+#include "runtime/engine/routing_plan.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/summary.hpp"
 #include "runtime/models/architecture.hpp"
@@ -298,6 +301,32 @@ plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hpa
     return in;
 }
 
+/// `inspect --plan --routing REC`: the recording replayed through the planned cache, as JSON.
+result<json::object> routing_json(const inspect_options& opts, const memory_plan& plan,
+                                  const experts::expert_layout& layout, const models::model_hparams& hp) {
+    auto policy = experts::parse_cache_policy(opts.policy);
+    if (!policy) {
+        return policy.error();
+    }
+    auto trace = experts::routing_trace::load(opts.routing);
+    if (!trace) {
+        return trace.error();
+    }
+    const experts::routing_geometry model{hp.n_layer, hp.n_expert, hp.n_expert_used};
+    auto e = estimate_routing(plan, layout, *trace, model, *policy, !opts.memory.no_prefetch, opts.routing);
+    if (!e) {
+        return e.error();
+    }
+    auto o = to_json(*e);
+    if (opts.compute_tokens_per_s > 0) {
+        o["tokens_per_s_estimate"] =
+            expected_tokens_per_s(opts.compute_tokens_per_s, e->read_bytes_per_token, plan.disk_bandwidth);
+    }
+    o["recording"] = opts.routing;
+    o["recorded_model"] = trace->header().model_name;
+    return o;
+}
+
 /// `inspect --plan`: prints the memory plan of `files` as one JSON object; returns the exit status.
 int run_plan(const inspect_options& opts, const gguf::model_files& files) {
     auto mem = check_memory_flags(opts.memory);
@@ -344,9 +373,22 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         return 1;
     }
     auto o = to_json(*plan);
+    if (!opts.routing.empty()) {
+        auto routing = routing_json(opts, *plan, *layout, *hp);
+        if (!routing) {
+            std::cerr << "sluice inspect: " << opts.path << ": " << routing.error().message << "\n";
+            return 1;
+        }
+        o["routing"] = std::move(*routing);
+    }
     o["n_ctx"] = in.n_ctx;
     o["n_seq"] = in.n_seq;
     o["disk_bandwidth_source"] = source;
+    if (opts.compute_tokens_per_s > 0) {
+        o["compute_tokens_per_s"] = opts.compute_tokens_per_s;
+        o["tokens_per_s_estimate"] =
+            expected_tokens_per_s(opts.compute_tokens_per_s, plan->read_bytes_per_token, plan->disk_bandwidth);
+    }
     if (plan->streams() && source == "none") {
         o["note"] = "no tokens/s bound: give --disk-bandwidth GBPS or --probe to measure the disk";
     }
@@ -356,10 +398,35 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
 
 } // namespace
 
+/// Says why `opts.path` did not open. Read again header-only: a file that holds its whole header but not the data
+/// its tensor table describes (a partial download) gets a hint at --header-only; one that ends inside its header
+/// (or whose counts run past its end) gets where, and what is missing.
+void report_open_error(const inspect_options& opts, const error& e) {
+    std::cerr << "sluice inspect: " << e.message << "\n";
+    if (opts.header_only) {
+        return;
+    }
+    auto header = gguf::model_files::open(opts.path, gguf::header_mode::header_only);
+    if (header) {
+        std::cerr << "sluice inspect: the header is whole but the file is shorter than its tensor table says (a "
+                     "partial download?): --header-only reads the header alone, and --header-only --plan plans the "
+                     "model from it\n";
+    } else if (gguf::is_cut_header(header.error())) {
+        std::cerr << "sluice inspect: " << header.error().message << "\n";
+    }
+}
+
 int run_inspect(const inspect_options& opts) {
-    auto model = gguf::model_files::open(opts.path);
+    if (opts.header_only && opts.probe) {
+        std::cerr << "sluice inspect: --probe measures the disk by reading the model's expert data, which "
+                     "--header-only never reads (the file may be a partial download); give the disk's speed with "
+                     "--disk-bandwidth GBPS instead\n";
+        return 1;
+    }
+    const auto mode = opts.header_only ? gguf::header_mode::header_only : gguf::header_mode::whole_file;
+    auto model = gguf::model_files::open(opts.path, mode);
     if (!model) {
-        std::cerr << "sluice inspect: " << model.error().message << "\n";
+        report_open_error(opts, model.error());
         return 1;
     }
     if (opts.plan) {
@@ -374,6 +441,9 @@ int run_inspect(const inspect_options& opts) {
     if (opts.json) {
         std::cout << json_text(report_json(*model, *tok, totals)) << "\n";
         return 0;
+    }
+    if (opts.header_only) {
+        std::cout << "(--header-only: the file size is the bytes present; no tensor data was read)\n";
     }
     print_text_header(std::cout, *model);
     print_text_tokenizer(std::cout, *tok);
@@ -400,6 +470,26 @@ void add_inspect_command(CLI::App& app) {
     add_threads_option(*cmd, opts->threads, "--plan: compute threads (0: one per hardware thread)")->needs(plan);
     cmd->add_flag("--probe", opts->probe, "--plan: measure the disk's random-read bandwidth (about 0.3 s)")
         ->needs(plan);
+    cmd->add_flag("--header-only", opts->header_only,
+                  "Read only the GGUF header (key-values and tensor table), never the tensor data: works on the "
+                  "first megabytes of a file, such as a partial download");
+    auto* routing = cmd->add_option("--routing", opts->routing,
+                                    "--plan: replay this routing recording (sluice run --record-routing) through the "
+                                    "planned expert cache: hit rate, bytes per token and speed bound under it")
+                        ->needs(plan);
+    cmd->add_option("--policy", opts->policy, "--routing: the cache's replacement policy (lru or lfu)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"lru", "lfu"}))
+        ->needs(routing);
+    cmd->add_option("--compute-tokens-per-s", opts->compute_tokens_per_s,
+                    "--plan: the model's decode tokens/s with its experts in memory (sluice bench with a budget that "
+                    "holds it, or a file of the same geometry and types); adds tokens_per_s_estimate = 1 / (1 / "
+                    "compute + disk seconds per token)")
+        ->check(CLI::PositiveNumber)
+        ->needs(plan);
+    cmd->add_flag("--no-prefetch", opts->memory.no_prefetch,
+                  "--routing: read only the chosen experts, not the recording's next-layer predictions ahead")
+        ->needs(routing);
     cmd->callback([opts] {
         if (opts->path.empty())
             throw CLI::RequiredError("inspect: a model file (-m FILE or FILE)");

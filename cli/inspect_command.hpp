@@ -1,5 +1,6 @@
 // `sluice inspect`: prints a GGUF model's metadata, tokenizer summary, tensor table and dense/expert totals, or
-// (with --plan) the memory plan for a budget.
+// (with --plan) the memory plan for a budget, optionally under a routing recording; --header-only works on the
+// first megabytes of a file (a partial download).
 #pragma once
 
 #include "cli/memory_flags.hpp"
@@ -21,6 +22,10 @@ struct inspect_options {
     std::uint32_t parallel = 1; ///< sequences with a KV cache each
     std::size_t threads = 0;   ///< compute threads; 0: one per hardware thread
     bool probe = false;        ///< measure the disk's random-read bandwidth for the speed bound
+    bool header_only = false;  ///< read the GGUF header alone (a partial download): never the tensor data
+    std::string routing;       ///< --plan: a routing recording replayed through the planned cache
+    std::string policy = "lru"; ///< --routing: the cache's replacement policy, "lru" or "lfu"
+    double compute_tokens_per_s = 0; ///< --plan: decode tokens/s with the experts in memory; 0: unknown
 };
 
 /// Runs the inspection and returns the process exit status (0, or 1 with a message on stderr).

@@ -143,30 +143,54 @@ simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32
     simulation out;
     std::vector<std::int32_t> slot_of(std::size_t{layers} * max_experts, none);
     std::vector<expert_access> held(slots);
+    std::vector<bool> unused_prefetch(slots, false);
     std::uint32_t filled = 0;
+    const auto key_of = [&](const expert_access& a) {
+        return std::size_t{a.layer} * max_experts + static_cast<std::size_t>(a.expert);
+    };
+    // A free slot, else the policy's victim (none only if nothing is evictable, which cannot happen here).
+    const auto take_slot = [&]() -> std::int32_t {
+        if (filled < slots) {
+            return static_cast<std::int32_t>(filled++);
+        }
+        const auto victim = policy.evict();
+        if (!victim) {
+            return none;
+        }
+        const auto& v = held[*victim];
+        slot_of[key_of(v)] = none;
+        out.victims.push_back(v);
+        out.prefetch_wasted += unused_prefetch[*victim] ? 1 : 0;
+        return static_cast<std::int32_t>(*victim);
+    };
     for (const auto& a : trace) {
-        const auto key = std::size_t{a.layer} * max_experts + static_cast<std::size_t>(a.expert);
-        policy.on_access(a.layer, a.expert);
+        const auto key = key_of(a);
         auto s = slot_of[key];
+        if (a.prefetch) {
+            if (s != none || (s = take_slot()) == none) {
+                continue;
+            }
+            ++out.prefetch_reads;
+            slot_of[key] = s;
+            held[static_cast<std::size_t>(s)] = {a.layer, a.expert, false};
+            unused_prefetch[static_cast<std::size_t>(s)] = true;
+            policy.on_evictable(static_cast<std::uint32_t>(s), a.layer, a.expert, true);
+            continue;
+        }
+        policy.on_access(a.layer, a.expert);
         if (s != none) {
             ++out.hits;
+            out.prefetch_used += unused_prefetch[static_cast<std::size_t>(s)] ? 1 : 0;
+            unused_prefetch[static_cast<std::size_t>(s)] = false;
             policy.on_pinned(static_cast<std::uint32_t>(s));
         } else {
             ++out.misses;
-            if (filled < slots) {
-                s = static_cast<std::int32_t>(filled++);
-            } else {
-                const auto victim = policy.evict();
-                if (!victim) {
-                    continue; // cannot happen with every slot released after use
-                }
-                s = static_cast<std::int32_t>(*victim);
-                const auto& v = held[*victim];
-                slot_of[std::size_t{v.layer} * max_experts + static_cast<std::size_t>(v.expert)] = none;
-                out.victims.push_back(v);
+            if ((s = take_slot()) == none) {
+                continue;
             }
             slot_of[key] = s;
             held[static_cast<std::size_t>(s)] = a;
+            unused_prefetch[static_cast<std::size_t>(s)] = false;
         }
         policy.on_evictable(static_cast<std::uint32_t>(s), a.layer, a.expert, false);
     }

@@ -43,16 +43,20 @@ public:
 std::unique_ptr<replacement_policy> make_policy(cache_policy p, std::uint32_t slots, std::uint32_t layers,
                                                 std::uint32_t max_experts);
 
-/// One router choice of a trace.
+/// One router choice of a trace, or (`prefetch`) a read ahead of an expert predicted for a later layer.
 struct expert_access {
     std::uint32_t layer = 0;
     std::int32_t expert = 0;
+    bool prefetch = false;
 };
 
 /// What a policy did over a trace.
 struct simulation {
     std::uint64_t hits = 0;
     std::uint64_t misses = 0;
+    std::uint64_t prefetch_reads = 0;   ///< prefetches of experts not in the cache (each one read)
+    std::uint64_t prefetch_used = 0;    ///< prefetched experts later chosen while still cached
+    std::uint64_t prefetch_wasted = 0;  ///< prefetched experts evicted before anyone chose them
     std::vector<expert_access> victims; ///< evicted experts, in order
     [[nodiscard]] double hit_rate() const noexcept {
         return hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
@@ -60,7 +64,9 @@ struct simulation {
 };
 
 /// Runs `policy` as the cache of `slots` slots over `trace` (each access is used and released before the next):
-/// the hits, misses and victims a cache with that policy would have.
+/// the hits, misses and victims a cache with that policy would have. A prefetch access reads an expert that is not
+/// cached into a slot left evictable as an unused prefetch (the cache's `on_evictable(..., true)`); it is neither
+/// a hit nor a miss, and an expert already cached is left alone.
 simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts,
                     std::span<const expert_access> trace);
 

@@ -21,11 +21,14 @@ bool parse_5_digits(std::string_view s, std::uint32_t& out) {
     return ec == std::errc() && ptr == s.data() + s.size();
 }
 
-result<model_part> open_part(const std::filesystem::path& path) {
+result<model_part> open_part(const std::filesystem::path& path, header_mode mode) {
     SLUICE_GGUF_TRY(auto src, file_source::open(path));
-    auto header = parse_header(*src);
+    auto header = parse_header(*src, mode);
     if (!header) {
         return header.error().with_context(path.string());
+    }
+    if (mode == header_mode::header_only) {
+        return model_part{path, std::move(*header), io::file{}}; // never read: the data may not be there
     }
     SLUICE_GGUF_TRY(auto file, io::file::open(path.string()));
     if (file.size() != header->file_size) {
@@ -82,12 +85,12 @@ std::filesystem::path split_path(std::string_view prefix, std::uint32_t number, 
     return std::string(prefix) + tail;
 }
 
-result<model_files> model_files::open(const std::filesystem::path& path) {
+result<model_files> model_files::open(const std::filesystem::path& path, header_mode mode) {
     std::vector<model_part> parts;
     const auto split = parse_split_name(path);
     const std::uint32_t count = split ? split->count : 1;
     for (std::uint32_t i = 1; i <= count; ++i) {
-        SLUICE_GGUF_TRY(auto part, open_part(split ? split_path(split->prefix, i, count) : path));
+        SLUICE_GGUF_TRY(auto part, open_part(split ? split_path(split->prefix, i, count) : path, mode));
         parts.push_back(std::move(part));
     }
     return from_parts(std::move(parts));

@@ -44,7 +44,10 @@ public:
     /// Opens a model. A path named NAME-0000N-of-0000M.gguf opens all M parts (any part may be given);
     /// `split.count`/`split.no` must agree with the names and tensor names must be unique across parts.
     /// Reads headers only. Errors are prefixed with the offending file's path.
-    static result<model_files> open(const std::filesystem::path& path);
+    /// `header_only`: each file may be a prefix of the model (a partial download) that holds at least its header;
+    /// the parts are not opened for reading (`read_tensor` fails), but the model can be inspected and planned.
+    /// A file cut inside its header fails with `cut_header_errc` (parser.hpp).
+    static result<model_files> open(const std::filesystem::path& path, header_mode mode = header_mode::whole_file);
 
     /// Builds a model from already parsed parts (ordered by split number) and runs the same checks.
     /// Parts without an open `file` can be inspected but not read.

@@ -35,16 +35,26 @@ std::uint64_t min_encoded_size(value_type t) {
     return fixed_size(t);
 }
 
+/// The parts of a header, in file order (where a cut file ended).
+enum class header_section { preamble, key_values, tensor_table };
+
 class header_parser {
 public:
-    explicit header_parser(byte_source& src) : src_(src) {}
+    header_parser(byte_source& src, header_mode mode) : src_(src), mode_(mode) {}
 
     result<file_header> parse();
 
 private:
+    /// Notes whether `need` bytes are more than the source has left (the file may be cut); returns that.
+    bool short_of(std::uint64_t need) noexcept {
+        cut_ = cut_ || need > src_.remaining();
+        return need > src_.remaining();
+    }
+
     template <class T>
     result<T> read_pod() {
         T v{};
+        short_of(sizeof(T));
         SLUICE_GGUF_CHECK(src_.read(std::as_writable_bytes(std::span<T>(&v, 1))));
         return v;
     }
@@ -64,13 +74,20 @@ private:
     result<tensor_info> read_tensor_info(std::uint64_t index, std::uint32_t alignment);
     result<void> read_shape(tensor_info& t);
     result<void> place_tensors(file_header& h);
+    result<file_header> parse_all();
+    error cut_error(const error& detail) const;
 
     byte_source& src_;
+    header_mode mode_;
+    bool cut_ = false; ///< a read or a count check ran past the end of the source
+    header_section section_ = header_section::preamble;
+    std::uint64_t index_ = 0, n_kv_ = 0, n_tensors_ = 0; ///< entry being read, and the counts
+    std::string key_;                                    ///< the key being read (key-values section)
 };
 
 result<std::string> header_parser::read_string() {
     SLUICE_GGUF_TRY(const auto len, read_pod<std::uint64_t>());
-    if (len > src_.remaining()) {
+    if (short_of(len)) {
         return malformed("string length " + std::to_string(len) + " exceeds remaining bytes (" +
                          std::to_string(src_.remaining()) + " left)");
     }
@@ -96,6 +113,9 @@ result<void> header_parser::read_preamble(file_header& h, std::uint64_t& n_tenso
     }
     SLUICE_GGUF_TRY(n_tensors, read_pod<std::uint64_t>());
     SLUICE_GGUF_TRY(n_kv, read_pod<std::uint64_t>());
+    if (mode_ == header_mode::header_only) {
+        return {}; // the file may end early; the loops over the counts reserve at most max_reserve entries
+    }
     if (n_kv > src_.remaining() / min_kv_bytes) {
         return malformed("metadata count " + std::to_string(n_kv) + " exceeds remaining bytes");
     }
@@ -111,6 +131,7 @@ result<void> header_parser::read_kv(file_header& h, std::uint64_t index) {
     if (!key) {
         return key.error().with_context(where + " key");
     }
+    key_ = *key;
     if (key->empty() || key->size() > max_key_bytes) {
         return malformed(where + ": key length " + std::to_string(key->size()) + " is not in 1.." +
                          std::to_string(max_key_bytes));
@@ -177,6 +198,7 @@ result<metadata_array> header_parser::read_array(int depth) {
     SLUICE_GGUF_TRY(const auto count, read_pod<std::uint64_t>());
     const std::uint64_t min_size = min_encoded_size(elem);
     if (count > src_.remaining() / min_size) {
+        cut_ = true;
         return malformed("array count " + std::to_string(count) + " exceeds remaining bytes (" +
                          std::to_string(src_.remaining()) + " left, " + std::string(to_string(elem)) +
                          " elements take at least " + std::to_string(min_size) + " each)");
@@ -327,11 +349,14 @@ result<void> header_parser::place_tensors(file_header& h) {
     if (h.tensors.empty()) {
         return {}; // vocabulary-only files may end right after the header, without padding
     }
-    if (h.data_offset > h.file_size) {
+    const bool whole = mode_ == header_mode::whole_file;
+    if (whole && h.data_offset > h.file_size) {
         return malformed("data section starts at " + std::to_string(h.data_offset) + ", past end of file (size " +
                          std::to_string(h.file_size) + ")");
     }
-    const std::uint64_t data_size = h.file_size - h.data_offset;
+    // header_only: the data section may be absent; offsets need only stay inside 64 bits.
+    const std::uint64_t data_size =
+        whole ? h.file_size - h.data_offset : std::numeric_limits<std::uint64_t>::max() - h.data_offset;
     for (auto& t : h.tensors) {
         if (t.offset > data_size || t.bytes > data_size - t.offset) {
             const bool fits = t.offset <= std::numeric_limits<std::uint64_t>::max() - h.data_offset;
@@ -360,21 +385,53 @@ result<void> header_parser::place_tensors(file_header& h) {
     return {};
 }
 
+error header_parser::cut_error(const error& detail) const {
+    std::string m = "the file ends inside its GGUF header (" + std::to_string(src_.size()) + " bytes): cut in ";
+    const auto tensors = n_tensors_ == 1 ? std::string("1 tensor") : std::to_string(n_tensors_) + " tensors";
+    switch (section_) {
+    case header_section::preamble:
+        m += "the preamble (magic, version and counts: the first 24 bytes); missing: the key-values and the tensor "
+             "table";
+        break;
+    case header_section::key_values:
+        m += "the key-values at entry #" + std::to_string(index_) + " of " + std::to_string(n_kv_) +
+             (key_.empty() ? std::string() : " (" + key_ + ")") + "; missing: the rest of the key-values and the " +
+             "tensor table of " + tensors;
+        break;
+    case header_section::tensor_table:
+        m += "the tensor table at tensor #" + std::to_string(index_) + " of " + std::to_string(n_tensors_) +
+             "; missing: the rest of the tensor table (" + std::to_string(n_tensors_ - index_) + " of " + tensors +
+             ")";
+        break;
+    }
+    m += ". Fetch more of the file: a large vocabulary can make the header tens of MiB (" + detail.message + ")";
+    return make_error(cut_header_errc, std::move(m));
+}
+
 result<file_header> header_parser::parse() {
+    auto h = parse_all();
+    if (!h && cut_ && mode_ == header_mode::header_only) {
+        return cut_error(h.error());
+    }
+    return h;
+}
+
+result<file_header> header_parser::parse_all() {
     file_header h;
     h.file_size = src_.size();
-    std::uint64_t n_tensors = 0;
-    std::uint64_t n_kv = 0;
-    SLUICE_GGUF_CHECK(read_preamble(h, n_tensors, n_kv));
-    for (std::uint64_t i = 0; i < n_kv; ++i) {
-        SLUICE_GGUF_CHECK(read_kv(h, i));
+    SLUICE_GGUF_CHECK(read_preamble(h, n_tensors_, n_kv_));
+    section_ = header_section::key_values;
+    for (index_ = 0; index_ < n_kv_; ++index_) {
+        key_.clear();
+        SLUICE_GGUF_CHECK(read_kv(h, index_));
     }
     SLUICE_GGUF_TRY(h.alignment, read_alignment(h.kv));
-    // n_tensors was bounded by the bytes left, so this reservation is bounded by the file size.
-    h.tensors.reserve(static_cast<std::size_t>(std::min(n_tensors, max_reserve)));
+    // n_tensors was bounded by the bytes left (or max_reserve), so this reservation is bounded.
+    h.tensors.reserve(static_cast<std::size_t>(std::min(n_tensors_, max_reserve)));
     std::unordered_set<std::string_view> names;
-    for (std::uint64_t i = 0; i < n_tensors; ++i) {
-        SLUICE_GGUF_TRY(auto t, read_tensor_info(i, h.alignment));
+    section_ = header_section::tensor_table;
+    for (index_ = 0; index_ < n_tensors_; ++index_) {
+        SLUICE_GGUF_TRY(auto t, read_tensor_info(index_, h.alignment));
         h.tensors.push_back(std::move(t));
     }
     for (const auto& t : h.tensors) {
@@ -388,13 +445,13 @@ result<file_header> header_parser::parse() {
 
 } // namespace
 
-result<file_header> parse_header(byte_source& src) {
-    return header_parser(src).parse();
+result<file_header> parse_header(byte_source& src, header_mode mode) {
+    return header_parser(src, mode).parse();
 }
 
 result<file_header> parse_header(std::span<const std::byte> bytes) {
     span_source src(bytes);
-    return parse_header(src);
+    return parse_header(src, header_mode::whole_file);
 }
 
 } // namespace sluice::gguf

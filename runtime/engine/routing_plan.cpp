@@ -1,0 +1,166 @@
+// Replaying a routing recording through the planned expert cache: the trace of router choices, the cold start
+// left out, the hit rate and the disk traffic that follow.
+#include "runtime/engine/routing_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+/// The accesses of every token of `trace`, each token's layers in order: a layer's chosen experts, then (with
+/// `prefetch`) the next layer's experts predicted at it, read ahead as the cache does. `token_ends[t]` is where
+/// token t's accesses end.
+void append_accesses(const experts::routing_trace& trace, bool prefetch, std::vector<experts::expert_access>& out,
+                     std::vector<std::size_t>& token_ends) {
+    const auto& g = trace.geometry();
+    for (std::uint64_t t = 0; t < trace.size(); ++t) {
+        for (std::uint32_t l = 0; l < g.layers; ++l) {
+            for (const auto e : trace.experts(t, l)) {
+                if (e != experts::no_expert) {
+                    out.push_back({l, static_cast<std::int32_t>(e), false});
+                }
+            }
+            if (!prefetch || l + 1 == g.layers) {
+                continue;
+            }
+            for (const auto e : trace.predicted(t, l)) {
+                if (e != experts::no_expert) {
+                    out.push_back({l + 1, static_cast<std::int32_t>(e), true});
+                }
+            }
+        }
+        token_ends.push_back(out.size());
+    }
+}
+
+/// The first token after which `slots` distinct experts were chosen (the cache is then full: until then no
+/// policy evicts), or nullopt when the recording chooses fewer.
+std::optional<std::uint64_t> tokens_to_fill(const experts::routing_trace& trace, std::uint64_t slots) {
+    const auto& g = trace.geometry();
+    std::vector<bool> seen(std::size_t{g.layers} * g.experts, false);
+    std::uint64_t distinct = 0;
+    for (std::uint64_t t = 0; t < trace.size(); ++t) {
+        for (std::uint32_t l = 0; l < g.layers; ++l) {
+            for (const auto e : trace.experts(t, l)) {
+                if (e != experts::no_expert && !seen[std::size_t{l} * g.experts + e]) {
+                    seen[std::size_t{l} * g.experts + e] = true;
+                    ++distinct;
+                }
+            }
+        }
+        if (distinct >= slots) {
+            return t + 1;
+        }
+    }
+    return std::nullopt;
+}
+
+/// Hits and misses of a cache of `slots` slots with `policy` over `accesses`.
+experts::simulation simulate_cache(experts::cache_policy policy, std::uint32_t slots,
+                                   const experts::routing_geometry& g,
+                                   std::span<const experts::expert_access> accesses) {
+    auto p = experts::make_policy(policy, slots, g.layers, g.experts);
+    return experts::simulate(*p, slots, g.layers, g.experts, accesses);
+}
+
+} // namespace
+
+result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
+                                          const experts::routing_trace& trace, experts::routing_geometry model,
+                                          experts::cache_policy policy, bool prefetch, const std::string& what) {
+    const auto& g = trace.geometry();
+    if (g != model) {
+        return make_error(std::errc::invalid_argument, what + ": recording of " + experts::to_string(g) +
+                                                           " (model \"" + trace.header().model_name +
+                                                           "\") does not fit this model's " +
+                                                           experts::to_string(model));
+    }
+    if (trace.size() == 0) {
+        return make_error(std::errc::invalid_argument, what + ": the recording holds no tokens");
+    }
+    routing_estimate e;
+    e.policy = policy;
+    e.prefetch = prefetch;
+    e.tokens = trace.size();
+    e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
+                             ? 1.0 - static_cast<double>(plan.read_bytes_per_token) /
+                                         static_cast<double>(plan.read_bytes_per_token_cold)
+                             : 1.0;
+    if (!plan.streams()) {
+        e.measured_tokens = e.tokens; // everything is resident: every choice is a hit, nothing is read
+        e.hit_rate = 1.0;
+        return e;
+    }
+    // Warm-up: the tokens until the cache is full; a recording that never fills it is replayed twice.
+    const auto slots = static_cast<std::uint32_t>(std::min<std::uint64_t>(plan.cache_slots, UINT32_MAX));
+    const auto fill = tokens_to_fill(trace, slots);
+    std::vector<experts::expert_access> accesses;
+    std::vector<std::size_t> token_ends;
+    append_accesses(trace, prefetch, accesses, token_ends);
+    std::size_t warm_accesses = 0;
+    if (fill && *fill < trace.size()) {
+        e.warmup_tokens = *fill;
+        warm_accesses = token_ends[*fill - 1];
+    } else {
+        e.second_pass = true;
+        e.warmup_tokens = trace.size();
+        warm_accesses = accesses.size();
+        accesses.insert(accesses.end(), accesses.begin(), accesses.end());
+    }
+    e.measured_tokens = (e.second_pass ? 2 * e.tokens : e.tokens) - e.warmup_tokens;
+    // simulate() is online: the counts of the warm-up prefix alone are the prefix's share of the whole run.
+    const auto all = simulate_cache(policy, slots, g, accesses);
+    const auto warm = simulate_cache(policy, slots, g, std::span(accesses).first(warm_accesses));
+    e.hits = all.hits - warm.hits;
+    e.misses = all.misses - warm.misses;
+    e.prefetch_reads = all.prefetch_reads - warm.prefetch_reads;
+    e.prefetch_used = all.prefetch_used - warm.prefetch_used;
+    e.prefetch_wasted = all.prefetch_wasted - warm.prefetch_wasted;
+    e.hit_rate = e.hits + e.misses ? static_cast<double>(e.hits) / static_cast<double>(e.hits + e.misses) : 1.0;
+    const auto reads = static_cast<double>(e.misses + e.prefetch_reads);
+    e.read_bytes_per_token = static_cast<std::uint64_t>(
+        std::llround(reads * static_cast<double>(layout.read_bytes) / static_cast<double>(e.measured_tokens)));
+    e.tokens_per_s_bound = plan.disk_bandwidth > 0 && e.read_bytes_per_token > 0
+                               ? plan.disk_bandwidth / static_cast<double>(e.read_bytes_per_token)
+                               : 0.0;
+    return e;
+}
+
+double expected_tokens_per_s(double compute_tokens_per_s, std::uint64_t read_bytes_per_token, double disk_bandwidth) {
+    if (compute_tokens_per_s <= 0 || (read_bytes_per_token > 0 && disk_bandwidth <= 0)) {
+        return 0.0;
+    }
+    const double disk_s = read_bytes_per_token > 0 ? static_cast<double>(read_bytes_per_token) / disk_bandwidth : 0.0;
+    return 1.0 / (1.0 / compute_tokens_per_s + disk_s);
+}
+
+boost::json::object to_json(const routing_estimate& e) {
+    return boost::json::object{
+        {"policy", std::string(experts::to_string(e.policy))},
+        {"prefetch", e.prefetch},
+        {"tokens", e.tokens},
+        {"warmup_tokens", e.warmup_tokens},
+        {"measured_tokens", e.measured_tokens},
+        {"second_pass", e.second_pass},
+        {"hits", e.hits},
+        {"misses", e.misses},
+        {"demand_hit_rate", e.hit_rate},
+        {"prefetch_reads", e.prefetch_reads},
+        {"prefetch_used", e.prefetch_used},
+        {"prefetch_wasted", e.prefetch_wasted},
+        {"uniform_hit_rate", e.uniform_hit_rate},
+        {"read_bytes_per_token", e.read_bytes_per_token},
+        {"tokens_per_s_bound", e.tokens_per_s_bound},
+        {"assumptions",
+         "the recording's tokens one at a time, each token's layers in order, through one cache of cache_slots "
+         "slots over all layers; the cold start (warmup_tokens) is not counted. A hit is a chosen expert found "
+         "cached (a prefetched one counts, whether or not its read had finished). read_bytes_per_token counts "
+         "misses and, with prefetch, the recorded next-layer predictions that were not cached. tokens_per_s_bound "
+         "counts disk reads only (compute ignored) for one sequence decoding."},
+    };
+}
+
+} // namespace sluice

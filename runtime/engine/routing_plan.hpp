@@ -1,0 +1,57 @@
+// The memory plan under a recorded workload: a routing recording replayed through the planned expert cache
+// (its slot count, a replacement policy, `replacement_policy::simulate`) gives the demand hit rate, the disk
+// bytes a token reads and the speed bound under that routing, where the plan itself assumes uniform routing.
+#pragma once
+
+#include "runtime/engine/memory_plan.hpp"
+#include "runtime/experts/replacement_policy.hpp"
+#include "runtime/experts/routing_trace.hpp"
+#include "sluice/error.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace sluice {
+
+/// What the planned cache does with a recording's routing.
+struct routing_estimate {
+    experts::cache_policy policy = experts::cache_policy::lru;
+    bool prefetch = true;              ///< the recording's next-layer predictions were read ahead
+    std::uint64_t tokens = 0;          ///< token records in the recording
+    std::uint64_t warmup_tokens = 0;   ///< tokens replayed before the cache was full (not counted)
+    std::uint64_t measured_tokens = 0; ///< tokens the rates below count
+    bool second_pass = false;          ///< the recording was replayed twice (the cache never filled in one pass)
+    std::uint64_t hits = 0;            ///< chosen experts found in the cache, over the measured tokens
+    std::uint64_t misses = 0;          ///< chosen experts read from disk, over the measured tokens
+    std::uint64_t prefetch_reads = 0;  ///< predicted experts read ahead, over the measured tokens
+    std::uint64_t prefetch_used = 0;   ///< of those, chosen while still cached
+    std::uint64_t prefetch_wasted = 0; ///< evicted before anyone chose them
+    double hit_rate = 0;               ///< hits / (hits + misses); 1 when everything is resident
+    double uniform_hit_rate = 0;       ///< the plan's own assumption, for comparison
+    std::uint64_t read_bytes_per_token = 0; ///< (misses + prefetch reads) x one expert's read bytes, per token
+    double tokens_per_s_bound = 0;          ///< plan.disk_bandwidth / read_bytes_per_token (0: unknown or none)
+};
+
+/// Replays `trace` through the cache `plan` sizes (`layout` gives one expert's read bytes) with `policy`: every
+/// token's layers in order, each layer's chosen experts, then (`prefetch`) the next layer's recorded prediction
+/// read ahead, one pool of `plan.cache_slots` slots over all layers.
+/// The cold start (tokens until every slot holds an expert) is left out; when one pass never fills the cache the
+/// recording is replayed again and the second pass is counted, as a replay that wraps around would. Errors: a
+/// recording whose geometry is not `model`'s ("run.routing: recording of 2 layers x 8 experts, top-2 (model
+/// "tiny") does not fit this model's 4 layers x 16 experts, top-4"), an empty recording. `what` names the file.
+result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
+                                          const experts::routing_trace& trace, experts::routing_geometry model,
+                                          experts::cache_policy policy, bool prefetch, const std::string& what);
+
+/// Decode tokens/s of one sequence when each token computes for 1 / `compute_tokens_per_s` seconds (the model's
+/// decode speed with its experts in memory) and then waits for `read_bytes_per_token` at `disk_bandwidth` bytes/s,
+/// the two not overlapping: 1 / (1 / compute + bytes / bandwidth). 0 when the compute speed is unknown (0), or
+/// bytes are read at an unknown bandwidth.
+double expected_tokens_per_s(double compute_tokens_per_s, std::uint64_t read_bytes_per_token, double disk_bandwidth);
+
+/// The estimate as JSON (the keys are listed in docs/STREAMING.md).
+boost::json::object to_json(const routing_estimate& e);
+
+} // namespace sluice
