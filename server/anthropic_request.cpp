@@ -1,6 +1,7 @@
 // Messages API request bodies to the chat route's request: field checks, content blocks to OpenAI-form
 // messages, tools to functions.
 #include "server/anthropic_request.hpp"
+#include "server/json_kind.hpp"
 
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
@@ -37,29 +38,9 @@ constexpr std::array<std::string_view, 10> tool_keys{
     "name",          "description",           "input_schema",   "type",   "cache_control",
     "defer_loading", "eager_input_streaming", "input_examples", "strict", "allowed_callers"};
 
-std::string_view kind_name(const json::value& v) {
-    switch (v.kind()) {
-    case json::kind::null:
-        return "null";
-    case json::kind::bool_:
-        return "a boolean";
-    case json::kind::int64:
-    case json::kind::uint64:
-    case json::kind::double_:
-        return "a number";
-    case json::kind::string:
-        return "a string";
-    case json::kind::array:
-        return "an array";
-    case json::kind::object:
-        return "an object";
-    }
-    return "a value";
-}
-
 api_error wrong_type(const std::string& field, std::string_view expected, const json::value& got) {
-    return bad_request(field + ": must be " + std::string(expected) + ", got " + std::string(kind_name(got)), field,
-                       "invalid_type");
+    return bad_request(field + ": must be " + std::string(expected) + ", got " + std::string(json_kind_name(got)),
+                       field, "invalid_type");
 }
 
 api_error missing(const std::string& field) {
@@ -81,8 +62,8 @@ api_result<json::object> parse_body(std::string_view body) {
         return bad_request("invalid JSON body: " + ec.message(), std::nullopt, "invalid_json");
     }
     if (!v.is_object()) {
-        return bad_request("the request body must be a JSON object, got " + std::string(kind_name(v)), std::nullopt,
-                           "invalid_json");
+        return bad_request("the request body must be a JSON object, got " + std::string(json_kind_name(v)),
+                           std::nullopt, "invalid_json");
     }
     return std::move(v.as_object());
 }

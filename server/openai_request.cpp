@@ -3,6 +3,7 @@
 
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
+#include "server/json_kind.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/parse_options.hpp>
@@ -26,26 +27,6 @@ constexpr std::int64_t max_int32 = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t max_choices = 128;     ///< OpenAI's limit on n
 constexpr std::int64_t max_top_logprobs = 20; ///< OpenAI's limit on top_logprobs
 
-std::string_view kind_name(const json::value& v) {
-    switch (v.kind()) {
-    case json::kind::null:
-        return "null";
-    case json::kind::bool_:
-        return "a boolean";
-    case json::kind::int64:
-    case json::kind::uint64:
-    case json::kind::double_:
-        return "a number";
-    case json::kind::string:
-        return "a string";
-    case json::kind::array:
-        return "an array";
-    case json::kind::object:
-        return "an object";
-    }
-    return "a value";
-}
-
 std::string show(double d) {
     std::ostringstream s;
     s << d;
@@ -54,7 +35,7 @@ std::string show(double d) {
 
 api_error wrong_type(std::string_view field, std::string_view expected, const json::value& got) {
     return bad_request(std::string(field) + " must be " + std::string(expected) + ", got " +
-                           std::string(kind_name(got)),
+                           std::string(json_kind_name(got)),
                        std::string(field), "invalid_type");
 }
 
@@ -617,8 +598,8 @@ api_result<json::object> parse_json_object(std::string_view body) {
         return bad_request("invalid JSON body: " + ec.message(), std::nullopt, "invalid_json");
     }
     if (!v.is_object()) {
-        return bad_request("the request body must be a JSON object, got " + std::string(kind_name(v)), std::nullopt,
-                           "invalid_json");
+        return bad_request("the request body must be a JSON object, got " + std::string(json_kind_name(v)),
+                           std::nullopt, "invalid_json");
     }
     return std::move(v.as_object());
 }
