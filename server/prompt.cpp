@@ -1,6 +1,8 @@
 // Rendering and counting a request's prompt off the event loop.
 #include "server/prompt.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -36,7 +38,12 @@ asio::awaitable<api_result<std::vector<std::int32_t>>> prompt_tokens_for(server_
     auto render = [&probe, &request]() -> asio::awaitable<result<std::vector<std::int32_t>>> {
         co_return probe.prompt_tokens(request.generate);
     };
-    auto prompt = co_await asio::co_spawn(st.render_pool.get_executor(), render(), asio::use_awaitable);
+    // The render is not bound to the caller's cancellation slot: a render runs to its end (its own limits bound
+    // it), and a cancel meanwhile is the caller's to see afterwards. Bound, a cancel landing as the render ends made
+    // Boost 1.81's co_spawn entry point throw operation_aborted on its way back from the render pool, outside any
+    // handler, which ended the process (std::terminate in a pool thread).
+    auto prompt = co_await asio::co_spawn(st.render_pool.get_executor(), render(),
+                                          asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
     const std::string field = request.kind == completion_kind::chat ? "messages" : "prompt";
     if (!prompt) {
         const std::string& m = prompt.error().message;
