@@ -22,9 +22,9 @@ number ::= integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?
 boolean ::= "true" | "false"
 null ::= "null"
 value ::= object | array | string | number | boolean | null
-object ::= "{" ws ( member ( "," ws member )* )? "}"
-member ::= string ws ":" ws value ws
-array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
+object ::= "{" ws ( member ( "," ws member )* ws )? "}"
+member ::= string ":" ws value
+array ::= "[" ws ( value ( "," ws value )* ws )? "]"
 )";
 
 constexpr std::uint64_t max_bound = 4096; // the GBNF parser's repetition limit
@@ -359,7 +359,7 @@ schema_compiler::expr schema_compiler::compile_object(const json::object& s, con
                 return v;
             }
             const bool req = std::find(required.begin(), required.end(), kv.key()) != required.end();
-            members.emplace_back(gbnf_literal(json::serialize(json::string(kv.key()))) + " ws \":\" ws " + *v + " ws",
+            members.emplace_back(gbnf_literal(json::serialize(json::string(kv.key()))) + " \":\" ws " + *v,
                                  req);
         }
     }
@@ -370,7 +370,7 @@ schema_compiler::expr schema_compiler::compile_object(const json::object& s, con
         if (!v) {
             return v;
         }
-        const std::string member = add_rule("string ws \":\" ws " + *v + " ws");
+        const std::string member = add_rule("string \":\" ws " + *v);
         tail_first = "( " + member + " ( \",\" ws " + member + " )* )?";
         tail_rest = "( \",\" ws " + member + " )*";
     }
@@ -387,7 +387,7 @@ schema_compiler::expr schema_compiler::compile_object(const json::object& s, con
         first = add_rule(f);
         rest = add_rule(r);
     }
-    return add_rule("\"{\" ws " + first + " \"}\"");
+    return add_rule("\"{\" ws " + first + " ws \"}\"");
 }
 
 schema_compiler::expr schema_compiler::compile_array(const json::object& s, const std::string& ptr,
@@ -431,7 +431,7 @@ schema_compiler::expr schema_compiler::compile_array(const json::object& s, cons
     }
     std::string body;
     for (std::size_t i = 0; i < prefix.size(); ++i) {
-        body += (i == 0 ? "" : " \",\" ws ") + prefix[i] + " ws";
+        body += (i == 0 ? "" : " \",\" ws ") + prefix[i];
     }
     if (item) {
         const std::uint64_t k = prefix.size();
@@ -440,15 +440,15 @@ schema_compiler::expr schema_compiler::compile_array(const json::object& s, cons
         if (*hi && **hi == k) {
             // nothing past the prefix
         } else if (k > 0) {
-            body += " ( \",\" ws " + *item + " ws ){" + std::to_string(more_min) + "," + more_max + "}";
+            body += " ( \",\" ws " + *item + " ){" + std::to_string(more_min) + "," + more_max + "}";
         } else {
             const std::string later_max = *hi ? std::to_string(**hi - 1) : "";
-            const std::string list = *item + " ws ( \",\" ws " + *item + " ws ){" +
+            const std::string list = *item + " ( \",\" ws " + *item + " ){" +
                                      std::to_string(more_min > 0 ? more_min - 1 : 0) + "," + later_max + "}";
             body = more_min > 0 ? list : "( " + list + " )?";
         }
     }
-    return add_rule("\"[\" ws " + (body.empty() ? std::string("\"\"") : body) + " \"]\"");
+    return add_rule("\"[\" ws " + (body.empty() ? std::string("\"\"") : body + " ws") + " \"]\"");
 }
 
 } // namespace

@@ -17,8 +17,8 @@ namespace sluice::grammar {
 /// description, default, examples, ...) are accepted and not enforced. Properties come in the order the schema
 /// lists them, optional ones may be left out, and no undeclared ones are generated unless additionalProperties
 /// is a schema (every document the grammar allows is valid under the schema, not the other way round).
-/// Whitespace between tokens is at most one space, or a newline and up to 20 spaces, so a model cannot pad
-/// its answer with whitespace forever; numbers have at most 16 digits before and after the point.
+/// Whitespace goes where a pretty-printer puts it (after `{`, `[`, `:` and `,`, and before `}` and `]`), each
+/// time at most one space or a newline and up to 20 spaces, so a model cannot pad its answer forever; numbers have at most 16 digits before and after the point.
 /// Errors (std::errc::invalid_argument) name the keyword and its JSON pointer: "unsupported keyword 'pattern'
 /// at #/properties/x".
 [[nodiscard]] result<std::string> json_schema_to_gbnf(const boost::json::value& schema);
