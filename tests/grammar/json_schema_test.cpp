@@ -42,6 +42,7 @@ TEST(json_schema, whitespace_is_bounded) {
     EXPECT_TRUE(matches(g, "{\n                    \"a\":true}"));
     EXPECT_FALSE(matches(g, "{  \"a\": true}"));
     EXPECT_FALSE(matches(g, "{\n\n\"a\": true}"));
+    EXPECT_FALSE(matches(g, "{\"a\" : true}")); // nothing before a colon
     EXPECT_FALSE(is_prefix(g, "{\n" + std::string(21, ' ')));
 }
 
