@@ -1,6 +1,8 @@
 // Request-body parsing for /v1/chat/completions and /v1/completions: types, ranges and unsupported fields.
 #include "server/openai_request.hpp"
 
+#include "server/structured_output.hpp"
+
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
 
@@ -461,13 +463,6 @@ maybe_error read_choices_and_logprobs(const json::object& o, completion_request&
             return bad_request("top_logprobs requires logprobs to be true", "top_logprobs", "invalid_value");
         }
         out.top_logprobs = top ? static_cast<std::uint32_t>(*top) : 0u;
-        if (const auto* rf = find(o, "response_format")) {
-            const json::value* type = rf->is_object() ? find(rf->get_object(), "type") : nullptr;
-            if (type == nullptr || !type->is_string() || type->get_string() != "text") {
-                return bad_request("response_format.type: only \"text\" is supported", "response_format.type",
-                                   "unsupported_value");
-            }
-        }
     }
     out.generate.top_logprobs = out.top_logprobs;
     return std::nullopt;
@@ -557,7 +552,8 @@ maybe_error read_limits_and_stream(const json::object& o, completion_request& ou
     return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 26> chat_keys{"ignore_eos",
+constexpr std::array<std::string_view, 27> chat_keys{"ignore_eos",
+                                                     "grammar",
                                                      "chat_template_kwargs",
                                                      "reasoning_effort",
                                                      "model",
@@ -584,7 +580,9 @@ constexpr std::array<std::string_view, 26> chat_keys{"ignore_eos",
                                                      "top_logprobs",
                                                      "response_format"};
 
-constexpr std::array<std::string_view, 21> completion_keys{"ignore_eos",
+constexpr std::array<std::string_view, 23> completion_keys{"ignore_eos",
+                                                           "grammar",
+                                                           "response_format",
                                                            "model",
                                                            "prompt",
                                                            "max_tokens",
@@ -655,6 +653,9 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
         }
     }
     if (auto e = read_choices_and_logprobs(o, out)) {
+        return *e;
+    }
+    if (auto e = read_structured_output(o, out)) {
         return *e;
     }
     if (auto e = read_sampling(o, out.generate, random_seed)) {

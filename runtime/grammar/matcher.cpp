@@ -107,9 +107,14 @@ matcher::state_id matcher::open_sequence(state_id s, std::uint32_t partial, std:
     if (lo > hi) {
         return dead;
     }
+    // Surrogates (U+D800..U+DFFF) are not code points UTF-8 may encode: the range is checked around them.
+    const auto fits = [&](const char_class& c) {
+        return (lo < 0xD800 && c.matches_any(lo, std::min(hi, 0xD7FFU))) ||
+               (hi > 0xDFFF && c.matches_any(std::max(lo, 0xE000U), hi));
+    };
     const auto& stacks = states_[static_cast<std::size_t>(s)].stacks;
     const bool viable = std::any_of(stacks.begin(), stacks.end(), [&](node_id top) {
-        return top != 0 && g_->classes[g_->elements[nodes_[top].pos].value].matches_any(lo, hi);
+        return top != 0 && fits(g_->classes[g_->elements[nodes_[top].pos].value]);
     });
     if (!viable) {
         return dead;

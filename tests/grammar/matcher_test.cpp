@@ -25,6 +25,10 @@ TEST(matcher, a_lead_byte_no_class_can_finish_is_refused_at_once) {
     EXPECT_FALSE(n.accept("\xe2")); // only U+2000.. and up: none in the class
     EXPECT_FALSE(n.accept("\xff")); // never UTF-8
     EXPECT_FALSE(n.accept("\xc0\x80")); // overlong
+    auto any = parse_or_fail("root ::= .*");
+    EXPECT_TRUE(is_prefix(any, "\xed"));      // U+D000..U+D7FF may follow
+    EXPECT_FALSE(is_prefix(any, "\xed\xa1")); // only surrogates can: refused at once, not left as a dead end
+    EXPECT_TRUE(matches(any, "\xed\x9f\xbf"));
 }
 
 TEST(matcher, refused_bytes_leave_the_state_unchanged_and_restore_rolls_back) {

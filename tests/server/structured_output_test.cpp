@@ -1,0 +1,180 @@
+// Structured output over real sockets against `sluice serve` on the tiny model: response_format json_schema and
+// json_object answers parse and validate, whole and streamed, on chat and completions; llama-server's grammar
+// field restricts the text; bad schemas and grammars are 400s naming the field and the keyword.
+#include "http_client.hpp"
+#include "server_process.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace sluice::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string question = R"("messages":[{"role":"user","content":"What is the capital of Peru?"}])";
+
+const std::string city_schema = R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
+    "population":{"type":"integer"},"capital":{"type":"boolean"},"size":{"enum":["small","large"]}},
+    "required":["city","population","capital","size"],"additionalProperties":false})";
+
+std::string json_schema_format(const std::string& schema) {
+    return R"("response_format":{"type":"json_schema","json_schema":{"name":"city","strict":true,"schema":)" + schema +
+           "}}";
+}
+
+/// The text of a streamed answer: the concatenated delta contents (chat) or texts (completions).
+std::string streamed_text(const std::string& body, std::string& finish) {
+    std::string text;
+    std::size_t pos = 0;
+    while ((pos = body.find("data: {", pos)) != std::string::npos) {
+        const auto end = body.find("\n\n", pos);
+        const auto chunk = json::parse(body.substr(pos + 6, end - pos - 6)).as_object();
+        pos = end;
+        for (const auto& c : chunk.at("choices").as_array()) {
+            const auto& o = c.as_object();
+            if (const auto* d = o.if_contains("delta"); d && d->as_object().contains("content") &&
+                                                        d->as_object().at("content").is_string()) {
+                text += std::string(d->as_object().at("content").as_string());
+            }
+            if (const auto* t = o.if_contains("text")) {
+                text += std::string(t->as_string());
+            }
+            if (o.at("finish_reason").is_string()) {
+                finish = std::string(o.at("finish_reason").as_string());
+            }
+        }
+    }
+    return text;
+}
+
+void expect_valid_city(const std::string& text) {
+    boost::system::error_code ec;
+    const auto doc = json::parse(text, ec);
+    ASSERT_FALSE(ec) << text;
+    ASSERT_TRUE(doc.is_object()) << text;
+    const auto& o = doc.as_object();
+    EXPECT_EQ(o.size(), 4U) << text;
+    EXPECT_TRUE(o.at("city").is_string()) << text;
+    EXPECT_TRUE(o.at("population").is_int64() || o.at("population").is_uint64()) << text;
+    EXPECT_TRUE(o.at("capital").is_bool()) << text;
+    EXPECT_TRUE(o.at("size") == "small" || o.at("size") == "large") << text;
+}
+
+TEST(structured_output, json_schema_answers_parse_and_validate_whole_and_streamed) {
+    server_process server;
+    for (const char* temperature : {"0", "1"}) {
+        const std::string body = "{" + question + "," + json_schema_format(city_schema) +
+                                 R"(,"max_tokens":400,"seed":11,"temperature":)" + temperature;
+        const auto whole = post_json(server.port(), "/v1/chat/completions", body + "}");
+        ASSERT_EQ(whole.status, 200) << whole.body;
+        const auto doc = body_json(whole);
+        const auto& choice = doc.at("choices").at(0);
+        expect_valid_city(std::string(choice.at("message").at("content").as_string()));
+        EXPECT_EQ(choice.at("finish_reason"), "stop") << whole.body;
+
+        const auto streamed = post_json(server.port(), "/v1/chat/completions", body + R"(,"stream":true})");
+        ASSERT_EQ(streamed.status, 200) << streamed.body;
+        std::string finish;
+        const auto text = streamed_text(streamed.body, finish);
+        expect_valid_city(text);
+        EXPECT_EQ(finish, "stop");
+        EXPECT_EQ(text, std::string(choice.at("message").at("content").as_string())) << "same seed, same answer";
+    }
+}
+
+TEST(structured_output, json_object_answers_are_objects_on_chat_and_completions) {
+    server_process server;
+    const auto chat = post_json(server.port(), "/v1/chat/completions",
+                                "{" + question + R"(,"response_format":{"type":"json_object"},"max_tokens":300,
+                                "temperature":0.7,"seed":3})");
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    const auto doc = body_json(chat);
+    const auto& choice = doc.at("choices").at(0);
+    if (choice.at("finish_reason") == "stop") {
+        boost::system::error_code ec;
+        const auto content = json::parse(choice.at("message").at("content").as_string(), ec);
+        ASSERT_FALSE(ec) << chat.body;
+        EXPECT_TRUE(content.is_object()) << chat.body;
+    } else {
+        // Cut by max_tokens: still the start of an object.
+        EXPECT_EQ(choice.at("message").at("content").as_string().front(), '{') << chat.body;
+    }
+    const auto comp = post_json(server.port(), "/v1/completions",
+                                R"({"prompt":"And it came to pass","max_tokens":400,"seed":4,)" +
+                                    json_schema_format(city_schema) + "}");
+    ASSERT_EQ(comp.status, 200) << comp.body;
+    expect_valid_city(std::string(body_json(comp).at("choices").at(0).at("text").as_string()));
+}
+
+TEST(structured_output, grammar_field_restricts_the_text_whole_and_streamed) {
+    server_process server;
+    const std::string grammar = R"("grammar":"root ::= (\"yes\" | \"no\") \".\"")";
+    for (int seed = 1; seed <= 3; ++seed) {
+        const std::string chat =
+            "{" + question + "," + grammar + R"(,"temperature":1,"seed":)" + std::to_string(seed);
+        const auto whole = post_json(server.port(), "/v1/chat/completions", chat + "}");
+        ASSERT_EQ(whole.status, 200) << whole.body;
+        const std::string content(body_json(whole).at("choices").at(0).at("message").at("content").as_string());
+        EXPECT_TRUE(content == "yes." || content == "no.") << content;
+        const auto streamed = post_json(server.port(), "/v1/chat/completions", chat + R"(,"stream":true})");
+        std::string finish;
+        EXPECT_EQ(streamed_text(streamed.body, finish), content);
+        EXPECT_EQ(finish, "stop");
+    }
+    const auto comp = post_json(server.port(), "/v1/completions",
+                                R"({"prompt":"What is 478 + 356?","max_tokens":20,"grammar":"root ::= [0-9]{1,4}"})");
+    ASSERT_EQ(comp.status, 200) << comp.body;
+    const std::string digits(body_json(comp).at("choices").at(0).at("text").as_string());
+    ASSERT_FALSE(digits.empty());
+    EXPECT_EQ(digits.find_first_not_of("0123456789"), std::string::npos) << digits;
+}
+
+void expect_400(const server_process& server, const std::string& target, const std::string& body,
+                const std::string& param, const std::string& needle) {
+    const auto r = post_json(server.port(), target, body);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(openai_error_problem(r), "") << r.body;
+    const auto v = body_json(r);
+    ASSERT_TRUE(v.is_object()) << r.body;
+    EXPECT_EQ(v.at("error").at("param"), json::value(param)) << r.body;
+    EXPECT_NE(std::string(v.at("error").at("message").as_string()).find(needle), std::string::npos) << r.body;
+}
+
+TEST(structured_output, bad_schemas_and_grammars_are_400s_naming_the_field) {
+    server_process server;
+    const std::string chat = "/v1/chat/completions";
+    expect_400(server, chat,
+               "{" + question + "," +
+                   json_schema_format(R"({"type":"object","properties":{"x":{"type":"string","pattern":"^a"}}})") +
+                   "}",
+               "response_format.json_schema.schema", "unsupported keyword 'pattern' at #/properties/x");
+    expect_400(server, chat,
+               "{" + question +
+                   R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"string"}}}})",
+               "response_format.json_schema.name", "name");
+    expect_400(server, chat, "{" + question + R"(,"response_format":{"type":"json_schema"}})",
+               "response_format.json_schema", "json_schema");
+    expect_400(server, chat,
+               "{" + question + "," +
+                   json_schema_format(R"({"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})") + "}",
+               "response_format.json_schema.schema", "'$ref' cycle");
+    expect_400(server, chat, "{" + question + R"(,"grammar":"root ::= \"a\"\nfoo = 1"})", "grammar",
+               "grammar: line 2, column 5");
+    expect_400(server, "/v1/completions", R"({"prompt":"x","grammar":"root ::= missing"})", "grammar",
+               "undefined rule 'missing'");
+    expect_400(server, chat, "{" + question + R"(,"grammar":7})", "grammar", "string");
+    expect_400(server, chat,
+               "{" + question + R"(,"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}})",
+               "grammar", "cannot be combined");
+    const std::string deep = "root ::= " + std::string(30000, '(') + "\\\"a\\\"" + std::string(30000, ')');
+    expect_400(server, chat, "{" + question + R"(,"grammar":")" + deep + "\"}", "grammar", "nested deeper");
+    // The server is still healthy after all of it.
+    EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
+}
+
+} // namespace
+} // namespace sluice::test
