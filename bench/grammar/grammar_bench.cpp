@@ -3,7 +3,8 @@
 // current state (token_filter::allowed), the masked copy of a logits row the session samples from, and the
 // matcher's advance over the chosen token. Each replay starts a fresh filter, as each request does, so every
 // transition and mask is computed cold once per generation.
-// Usage: grammar_bench [REPEATS] [TOKENIZER_JSON]  (default: 5, the npm-cached Qwen3 tokenizer.json)
+// Usage: grammar_bench [REPEATS] [TOKENIZER_JSON]  (default: 5, the npm-cached Qwen3 tokenizer.json); with
+// GRAMMAR_BENCH_SLOWEST=1 in the environment it also prints the five slowest tokens of each document.
 #include "bench/bench_main.hpp"
 #include "runtime/grammar/json_schema.hpp"
 #include "runtime/grammar/token_mask.hpp"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -78,9 +80,7 @@ replay_stats replay(const workload& w, const std::shared_ptr<const g::grammar>& 
         const auto t0 = clock_type::now();
         const auto& mask = filter.allowed();
         const auto t1 = clock_type::now();
-        for (std::size_t i = 0; i < logits.size(); ++i) {
-            masked[i] = mask.allows(static_cast<std::int32_t>(i)) ? logits[i] : -std::numeric_limits<float>::infinity();
-        }
+        mask.apply(logits, masked);
         const auto t2 = clock_type::now();
         if (!mask.allows(t) || !filter.accept(t)) {
             std::fprintf(stderr, "grammar_bench: %s: the document leaves the grammar at token %d\n", w.name, t);
@@ -142,6 +142,21 @@ int main(int argc, char** argv) {
             if (total < best_total) {
                 best_total = total;
                 best = std::move(s);
+            }
+        }
+        if (std::getenv("GRAMMAR_BENCH_SLOWEST") != nullptr) {
+            // The five slowest tokens of the best generation, with the text before them.
+            std::vector<std::size_t> order(tokens.size());
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                order[i] = i;
+            }
+            std::sort(order.begin(), order.end(),
+                      [&](std::size_t a, std::size_t b) { return best.per_token_ms[a] > best.per_token_ms[b]; });
+            for (std::size_t k = 0; k < 5 && k < order.size(); ++k) {
+                const auto i = order[k];
+                const auto before = tok->decode(std::span(tokens.data(), i));
+                std::printf("  slow: %.3f ms before token %zu, after ...%s\n", best.per_token_ms[i], i,
+                            before.substr(before.size() > 30 ? before.size() - 30 : 0).c_str());
             }
         }
         std::sort(all.begin(), all.end());

@@ -354,14 +354,7 @@ std::optional<runtime::sampled_token> token_stream::state::sample(std::vector<to
     }
     const auto& mask = grammar_->allowed();
     masked_.resize(logits_.size());
-    std::int32_t first_allowed = -1;
-    for (std::size_t i = 0; i < logits_.size(); ++i) {
-        const bool ok = mask.allows(static_cast<std::int32_t>(i));
-        masked_[i] = ok ? logits_[i] : -std::numeric_limits<float>::infinity();
-        if (ok && first_allowed < 0) {
-            first_allowed = static_cast<std::int32_t>(i);
-        }
-    }
+    const std::int32_t first_allowed = mask.apply(logits_, masked_);
     if (first_allowed < 0) {
         return std::nullopt;
     }

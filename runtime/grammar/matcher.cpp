@@ -156,6 +156,43 @@ matcher::state_id matcher::compute_step(state_id s, std::uint8_t b) {
     return out;
 }
 
+bool matcher::returns_on_all(state_id s, std::uint32_t lo, std::uint32_t hi) {
+    if (states_[static_cast<std::size_t>(s)].need != 0) {
+        return false;
+    }
+    // The set of top classes matching a code point changes only at their range ends: one probe per run.
+    std::vector<std::uint32_t> cuts{lo, hi + 1, 0xD800, 0xE000};
+    for (const auto top : states_[static_cast<std::size_t>(s)].stacks) {
+        if (top != 0) {
+            for (const auto& r : g_->classes[g_->elements[nodes_[top].pos].value].ranges) {
+                cuts.push_back(r.first);
+                cuts.push_back(r.second + 1);
+            }
+        }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+        const std::uint32_t cp = cuts[i];
+        if (cp < lo || cp > hi || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            continue;
+        }
+        const auto stacks = states_[static_cast<std::size_t>(s)].stacks; // advance may grow states_
+        if (advance(stacks, cp) != s) {
+            return false;
+        }
+    }
+    return true;
+}
+
+matcher::state_id matcher::sequence_start(state_id s) {
+    if (states_[static_cast<std::size_t>(s)].need == 0) {
+        return s;
+    }
+    auto stacks = states_[static_cast<std::size_t>(s)].stacks;
+    return intern_state(std::move(stacks), 0, 0, 0);
+}
+
 bool matcher::accept(std::string_view bytes) {
     state_id s = current_;
     for (const char c : bytes) {

@@ -58,6 +58,13 @@ public:
         return st.need > 0 || st.stacks.size() > (st.complete ? 1U : 0U);
     }
 
+    /// Whether every code point of [lo, hi] (surrogates aside) leads from state `s` back to `s` (false for a state
+    /// inside a UTF-8 sequence). Checks one code point per run of code points the top classes treat alike.
+    bool returns_on_all(state_id s, std::uint32_t lo, std::uint32_t hi);
+
+    /// For a state inside a UTF-8 sequence, the state with the same stacks at the sequence's start; else `s`.
+    state_id sequence_start(state_id s);
+
     /// Interned states and stack nodes so far (memory grows with distinct states seen).
     [[nodiscard]] std::size_t state_count() const noexcept { return states_.size(); }
     [[nodiscard]] std::size_t node_count() const noexcept { return nodes_.size(); }

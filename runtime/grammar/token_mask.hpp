@@ -26,12 +26,21 @@ public:
     token_trie(const tokenizer::tokenizer& vocab, std::size_t n_vocab);
 
     struct node {
-        std::uint32_t skip;      ///< index of the next node outside this one's subtree
-        std::uint32_t tok_begin; ///< tokens ending here: tokens_[tok_begin, tok_end)
+        std::uint32_t skip;        ///< index of the next node outside this one's subtree
+        std::uint32_t tok_begin;   ///< tokens ending here: tokens_[tok_begin, tok_end)
         std::uint32_t tok_end;
-        std::uint16_t depth;     ///< 1 for a first byte
+        std::uint32_t subtree_end; ///< tokens ending in this subtree: tokens_[tok_begin, subtree_end)
+        std::uint16_t depth;       ///< 1 for a first byte
         std::uint8_t byte;
+        bool plain_below;          ///< every byte below this node is plain (see is_plain_byte)
+        bool text_below;           ///< the path is well-formed UTF-8 so far and every byte below continues it
+                                   ///< with plain bytes or well-formed sequences for code points from U+0080 up
     };
+
+    /// Printable ASCII but `"` and `\`: the bytes ordinary JSON string content loops on.
+    static constexpr bool is_plain_byte(std::uint8_t b) noexcept {
+        return b >= 0x20 && b < 0x7F && b != '"' && b != '\\';
+    }
 
     [[nodiscard]] std::size_t n_vocab() const noexcept { return n_vocab_; }
     [[nodiscard]] std::span<const node> nodes() const noexcept { return nodes_; }
@@ -43,6 +52,8 @@ public:
     [[nodiscard]] std::size_t max_depth() const noexcept { return max_depth_; }
 
 private:
+    void mark_text_subtrees();
+
     std::size_t n_vocab_;
     std::vector<node> nodes_;
     std::vector<std::int32_t> tokens_;
@@ -61,6 +72,10 @@ struct token_mask {
         const auto i = static_cast<std::size_t>(id);
         return id >= 0 && (i >> 6) < bits.size() && ((bits[i >> 6] >> (i & 63)) & 1U) != 0;
     }
+
+    /// Writes `logits` to `out` with every disallowed token at -inf (64 tokens a word); returns the lowest
+    /// allowed id, -1 when none is.
+    std::int32_t apply(std::span<const float> logits, std::span<float> out) const noexcept;
 };
 
 /// One generation's grammar constraint: the matcher, the trie and a cache of masks by matcher state (the state
@@ -85,11 +100,16 @@ public:
 
 private:
     void compute(matcher::state_id s, token_mask& out);
+    bool loops_on_plain(matcher::state_id s);
+    bool loops_on_text(matcher::state_id s);
+    bool subtree_allowed(matcher::state_id s, bool plain);
 
     matcher matcher_;
     std::shared_ptr<const token_trie> trie_;
     std::unordered_map<matcher::state_id, token_mask> cache_;
     std::vector<matcher::state_id> walk_; ///< the matcher state at each depth of the trie walk
+    std::vector<std::int8_t> plain_loop_; ///< per state: -1 unknown, 1 when every plain byte leads back to it
+    std::vector<std::int8_t> text_loop_;  ///< per state: -1 unknown, 1 when every code point from U+0080 does too
 };
 
 } // namespace sluice::grammar
