@@ -83,6 +83,20 @@ TEST_F(token_mask_test, mask_equals_checking_every_token) {
     }
 }
 
+TEST_F(token_mask_test, text_subtrees_are_allowed_whole_only_where_every_code_point_loops) {
+    // String content that excludes a few non-ASCII code points and ASCII letters must not take the shortcut.
+    for (const char* text : {R"(root ::= "\"" [^"\\\u00e9\u4e00-\u4eff]* "\"")",
+                             R"(root ::= "\"" [^"\\Q]* "\"")",
+                             R"(root ::= "\"" [^"\\]{0,3} "\"")"}) {
+        auto g = parse_or_fail(text);
+        token_filter f(g, trie_);
+        ASSERT_TRUE(f.accept(id("\"")));
+        expect_mask_is_exact(f, g, "\"");
+        ASSERT_TRUE(f.accept(id("ab")));
+        expect_mask_is_exact(f, g, "\"ab");
+    }
+}
+
 TEST_F(token_mask_test, byte_level_tokens_are_matched_as_their_real_bytes) {
     auto g = parse_or_fail(R"(root ::= " yes")");
     token_filter f(g, trie_);
