@@ -289,9 +289,10 @@ maybe_error read_messages(const json::object& o, generate_request& g) {
     return std::nullopt;
 }
 
-/// tool_choice: "auto" (the default) and "none" (the tools are not rendered and nothing is parsed as a call);
-/// "required" and a named function need constrained decoding and are refused until it exists.
-maybe_error read_tool_choice(const json::object& o, std::string& choice) {
+/// tool_choice: "auto" (the default), "none" (the tools are not rendered and nothing is parsed as a call),
+/// "required" (`forced` empty) and {"type": "function", "function": {"name"}} (`forced` the name): a call is
+/// enforced by a grammar (server/structured_output's apply_tool_choice).
+maybe_error read_tool_choice(const json::object& o, std::string& choice, std::optional<std::string>& forced) {
     const auto* c = find(o, "tool_choice");
     if (c == nullptr) {
         return std::nullopt;
@@ -300,20 +301,51 @@ maybe_error read_tool_choice(const json::object& o, std::string& choice) {
         choice = std::string(c->get_string());
         return std::nullopt;
     }
-    if ((c->is_string() && c->get_string() == "required") || c->is_object()) {
-        return bad_request("tool_choice " + std::string(c->is_string() ? "\"required\"" : "naming a function") +
-                               " is not supported yet: forcing a call needs constrained decoding; use \"auto\"",
-                           "tool_choice", "unsupported_value");
+    if (c->is_string() && c->get_string() == "required") {
+        forced = std::string();
+        return std::nullopt;
+    }
+    if (c->is_object()) {
+        const auto* type = find(c->get_object(), "type");
+        const auto* fn = find(c->get_object(), "function");
+        const auto* name = fn != nullptr && fn->is_object() ? find(fn->get_object(), "name") : nullptr;
+        if (type == nullptr || !type->is_string() || type->get_string() != "function" || name == nullptr ||
+            !name->is_string() || name->get_string().empty()) {
+            return bad_request("tool_choice must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                               "tool_choice.function.name", "invalid_value");
+        }
+        forced = std::string(name->get_string());
+        return std::nullopt;
     }
     return bad_request("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}",
                        "tool_choice", "invalid_value");
+}
+
+/// A forced call needs tools, and a named one must be among them.
+maybe_error check_forced_tool(const completion_request& out) {
+    if (!out.forced_tool) {
+        return std::nullopt;
+    }
+    if (out.tools.empty()) {
+        return bad_request("tool_choice forces a call but the request has no tools", "tool_choice", "invalid_value");
+    }
+    if (out.forced_tool->empty()) {
+        return std::nullopt;
+    }
+    for (const auto& t : out.tools) {
+        if (t.at("function").at("name").get_string() == *out.forced_tool) {
+            return std::nullopt;
+        }
+    }
+    return bad_request("tool_choice names the function '" + *out.forced_tool + "', which is not among the tools",
+                       "tool_choice.function.name", "invalid_value");
 }
 
 /// `tools` goes to the chat template as the variable `tools` (through template_kwargs) and to the tool-call
 /// parser; tool_choice "none" leaves them out of both.
 maybe_error read_tools(const json::object& o, completion_request& out) {
     std::string choice = "auto";
-    if (auto e = read_tool_choice(o, choice)) {
+    if (auto e = read_tool_choice(o, choice, out.forced_tool)) {
         return e;
     }
     if (auto e = read_bool(o, "parallel_tool_calls", out.parallel_tool_calls)) {
@@ -321,7 +353,7 @@ maybe_error read_tools(const json::object& o, completion_request& out) {
     }
     const auto* tools = find(o, "tools");
     if (tools == nullptr) {
-        return std::nullopt;
+        return check_forced_tool(out);
     }
     if (!tools->is_array()) {
         return wrong_type("tools", "an array", *tools);
@@ -347,7 +379,7 @@ maybe_error read_tools(const json::object& o, completion_request& out) {
         out.tools = tools->get_array();
         out.parse_tool_calls = true;
     }
-    return std::nullopt;
+    return check_forced_tool(out);
 }
 
 /// reasoning_effort (gpt-oss templates read it) and chat_template_kwargs, both chat-template variables; the

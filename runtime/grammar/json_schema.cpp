@@ -67,7 +67,7 @@ std::string pointer_token(std::string_view key) {
 
 class schema_compiler {
 public:
-    explicit schema_compiler(const json::value& root) : root_(root) {}
+    schema_compiler(const json::value& root, std::string_view root_name) : root_(root), root_name_(root_name) {}
 
     result<std::string> run() {
         auto top = compile(root_, "#", 0);
@@ -75,7 +75,7 @@ public:
             return top.error();
         }
         std::string out(prelude);
-        out += "root ::= " + *top + "\n";
+        out += std::string(root_name_) + " ::= " + *top + "\n";
         for (const auto& [name, body] : rules_) {
             out += name + " ::= " + body + "\n";
         }
@@ -104,6 +104,7 @@ private:
     result<std::optional<std::uint64_t>> bound(const json::object& s, std::string_view key, const std::string& ptr);
 
     const json::value& root_;
+    std::string_view root_name_;
     std::vector<std::pair<std::string, std::string>> rules_;
     std::map<std::string, std::string> refs_; ///< $ref target -> its rule
 };
@@ -455,7 +456,9 @@ schema_compiler::expr schema_compiler::compile_array(const json::object& s, cons
 
 std::string json_object_gbnf() { return std::string(prelude) + "root ::= object\n"; }
 
-result<std::string> json_schema_to_gbnf(const boost::json::value& schema) { return schema_compiler(schema).run(); }
+result<std::string> json_schema_to_gbnf(const boost::json::value& schema, std::string_view root_name) {
+    return schema_compiler(schema, root_name).run();
+}
 
 result<std::shared_ptr<const grammar>> compile_json_schema(const boost::json::value& schema) {
     auto text = json_schema_to_gbnf(schema);

@@ -20,8 +20,10 @@ namespace sluice::grammar {
 /// Whitespace goes where a pretty-printer puts it (after `{`, `[`, `:` and `,`, and before `}` and `]`), each
 /// time at most one space or a newline and up to 20 spaces, so a model cannot pad its answer forever; numbers have at most 16 digits before and after the point.
 /// Errors (std::errc::invalid_argument) name the keyword and its JSON pointer: "unsupported keyword 'pattern'
-/// at #/properties/x".
-[[nodiscard]] result<std::string> json_schema_to_gbnf(const boost::json::value& schema);
+/// at #/properties/x". `root_name` names the rule of the whole document (another rule than "root" lets a caller
+/// embed the document in a grammar of its own).
+[[nodiscard]] result<std::string> json_schema_to_gbnf(const boost::json::value& schema,
+                                                      std::string_view root_name = "root");
 
 /// GBNF for any JSON object (response_format json_object), with the same bounded whitespace.
 [[nodiscard]] std::string json_object_gbnf();

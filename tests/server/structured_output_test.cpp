@@ -1,12 +1,16 @@
 // Structured output over real sockets against `sluice serve` on the tiny model: response_format json_schema and
 // json_object answers parse and validate, whole and streamed, on chat and completions; llama-server's grammar
-// field restricts the text; bad schemas and grammars are 400s naming the field and the keyword.
+// field restricts the text; bad schemas and grammars are 400s naming the field and the keyword; tool_choice
+// "required" or naming a function forces a Hermes / Qwen3 call under Qwen3's own chat template.
 #include "http_client.hpp"
 #include "server_process.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -174,6 +178,88 @@ TEST(structured_output, bad_schemas_and_grammars_are_400s_naming_the_field) {
     expect_400(server, chat, "{" + question + R"(,"grammar":")" + deep + "\"}", "grammar", "nested deeper");
     // The server is still healthy after all of it.
     EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
+}
+
+/// The tiny model with a real chat template from the shared fixtures.
+std::filesystem::path model_with_fixture_template(const std::string& file) {
+    std::ifstream in(std::filesystem::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates" / file);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_FALSE(text.str().empty()) << file;
+    return tiny_model_with_template(file.substr(0, file.find('.')), text.str());
+}
+
+const std::string weather_tools = R"("tools":[
+    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{
+        "city":{"type":"string","maxLength":12},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city","unit"]}}},
+    {"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{
+        "zone":{"$ref":"#/$defs/zone"}},"required":["zone"],"$defs":{"zone":{"enum":["UTC","CET"]}}}}}])";
+
+void expect_valid_call(const json::value& call, const std::string& expected_name) {
+    const auto& fn = call.at("function");
+    const std::string name(fn.at("name").as_string());
+    if (!expected_name.empty()) {
+        EXPECT_EQ(name, expected_name);
+    }
+    const auto args = json::parse(fn.at("arguments").as_string());
+    if (name == "get_weather") {
+        EXPECT_TRUE(args.at("city").is_string()) << args;
+        EXPECT_TRUE(args.at("unit") == "celsius" || args.at("unit") == "fahrenheit") << args;
+    } else {
+        ASSERT_EQ(name, "get_time");
+        EXPECT_TRUE(args.at("zone") == "UTC" || args.at("zone") == "CET") << args;
+    }
+}
+
+TEST(structured_output, tool_choice_required_and_named_force_calls_in_the_qwen3_format) {
+    server_process server({}, model_with_fixture_template("Qwen-Qwen3-0.6B.jinja"));
+    const std::string ask = R"({"messages":[{"role":"user","content":"Weather in Lima?"}],)" + weather_tools +
+                            R"(,"max_tokens":300,"temperature":1,)";
+    for (int seed = 1; seed <= 3; ++seed) {
+        const auto r = post_json(server.port(), "/v1/chat/completions",
+                                 ask + R"("tool_choice":"required","parallel_tool_calls":false,"seed":)" +
+                                     std::to_string(seed) + "}");
+        ASSERT_EQ(r.status, 200) << r.body;
+        const auto doc = body_json(r);
+        const auto& choice = doc.at("choices").at(0);
+        EXPECT_EQ(choice.at("finish_reason"), "tool_calls") << r.body;
+        const auto& calls = choice.at("message").at("tool_calls").as_array();
+        ASSERT_EQ(calls.size(), 1U) << r.body;
+        expect_valid_call(calls[0], "");
+    }
+    const std::string named = ask + R"("seed":5,"tool_choice":{"type":"function","function":{"name":"get_time"}})";
+    const auto whole = post_json(server.port(), "/v1/chat/completions", named + "}");
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    const auto doc = body_json(whole);
+    const auto& calls = doc.at("choices").at(0).at("message").at("tool_calls").as_array();
+    ASSERT_GE(calls.size(), 1U) << whole.body;
+    for (const auto& c : calls) {
+        expect_valid_call(c, "get_time");
+    }
+    const auto streamed = post_json(server.port(), "/v1/chat/completions", named + R"(,"stream":true})");
+    ASSERT_EQ(streamed.status, 200);
+    EXPECT_NE(streamed.body.find(R"("name":"get_time")"), std::string::npos) << streamed.body;
+    EXPECT_NE(streamed.body.find(R"("finish_reason":"tool_calls")"), std::string::npos) << streamed.body;
+}
+
+TEST(structured_output, tool_choice_that_cannot_be_enforced_is_a_400) {
+    server_process qwen({}, model_with_fixture_template("Qwen-Qwen3-0.6B.jinja"));
+    const std::string ask = R"({"messages":[{"role":"user","content":"Weather?"}],)" + weather_tools;
+    expect_400(qwen, "/v1/chat/completions",
+               ask + R"(,"tool_choice":{"type":"function","function":{"name":"get_moon"}}})",
+               "tool_choice.function.name", "not among the tools");
+    expect_400(qwen, "/v1/chat/completions", R"({"messages":[{"role":"user","content":"Hi"}],"tool_choice":"required"})",
+               "tool_choice", "no tools");
+    expect_400(qwen, "/v1/chat/completions",
+               ask + R"(,"tool_choice":"required","response_format":{"type":"json_object"}})", "tool_choice",
+               "cannot be combined");
+    expect_400(qwen, "/v1/chat/completions",
+               R"({"messages":[{"role":"user","content":"Hi"}],"tool_choice":"required","tools":[{"type":"function",)"
+               R"("function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"string","pattern":"a"}}}}}]})",
+               "tools[0].function.parameters", "unsupported keyword 'pattern' at #/properties/x");
+    // Qwen3.5 writes <function=...> XML calls: not enforced, still refused.
+    server_process coder({}, model_with_fixture_template("Qwen3.5-4B.jinja"));
+    expect_400(coder, "/v1/chat/completions", ask + R"(,"tool_choice":"required"})", "tool_choice", "qwen3_coder");
 }
 
 } // namespace
