@@ -173,7 +173,7 @@ struct token_stream::state {
     result<std::optional<token_event>> fail(error e, bool was_cancelled);
     std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
                                           double ms);
-    result<void> start_grammar();
+    boost::asio::awaitable<result<void>> start_grammar();
     /// Samples the next token, through the grammar's mask when there is one; nullopt when no token is allowed.
     std::optional<runtime::sampled_token> sample(std::vector<token_logprob>& top);
     [[nodiscard]] model& owner() const noexcept { return *seq_->model_; }
@@ -293,7 +293,7 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     if (auto v = runtime::validate(req_.sampling); !v) {
         co_return v.error();
     }
-    if (auto g = start_grammar(); !g) {
+    if (auto g = co_await start_grammar(); !g) {
         co_return g.error();
     }
     auto prompt = session_->prompt_tokens(req_);
@@ -333,19 +333,23 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     co_return result<void>{};
 }
 
-result<void> token_stream::state::start_grammar() {
+// Grammar work runs on the compute pool, never on the io_context thread: building the vocabulary trie (once per
+// model, about 0.1 s at 150k tokens) and the masks (a walk of the trie, up to tens of ms for a bounded string).
+boost::asio::awaitable<result<void>> token_stream::state::start_grammar() {
     if (req_.grammar.empty()) {
-        return {};
+        co_return result<void>{};
     }
     auto g = grammar::parse_gbnf(req_.grammar);
     if (!g) {
-        return g.error().with_context("grammar");
+        co_return g.error().with_context("grammar");
     }
-    grammar_.emplace(std::move(*g), owner().token_trie());
+    std::shared_ptr<const grammar::token_trie> trie;
+    co_await owner().pool().run(1, [this, &trie](std::size_t) noexcept { trie = owner().token_trie(); });
+    grammar_.emplace(std::move(*g), std::move(trie));
     if (grammar_->state().current() == grammar::matcher::dead) {
-        return make_error(std::errc::invalid_argument, "grammar: the root rule matches nothing");
+        co_return make_error(std::errc::invalid_argument, "grammar: the root rule matches nothing");
     }
-    return {};
+    co_return result<void>{};
 }
 
 std::optional<runtime::sampled_token> token_stream::state::sample(std::vector<token_logprob>& top) {
@@ -409,7 +413,9 @@ std::optional<token_event> token_stream::state::take_token(std::int32_t token, f
         const bool ok = grammar_->accept(token);
         assert(ok); // the token was sampled from the mask
         (void)ok;
-        grammar_done_ = grammar_->only_end_remains();
+        // Cheap: a complete document usually has nothing left to match; else the next mask, computed (on the
+        // pool) before it is needed, is cached for the next step.
+        grammar_done_ = grammar_->is_complete() && !grammar_->state().can_continue(grammar_->state().current());
     }
     generated_.push_back(token);
     ++summary_.completion_tokens;
@@ -453,6 +459,11 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
     if (co_await cancelled()) {
         co_return finish(finish_reason::cancelled);
     }
+    if (grammar_ && !grammar_done_ && grammar_->is_complete()) {
+        // Complete, and maybe more could follow: done when the mask allows nothing but end-of-generation.
+        co_await owner().pool().run(1, [this](std::size_t) noexcept { (void)grammar_->allowed(); });
+        grammar_done_ = grammar_->only_end_remains();
+    }
     if (grammar_done_) {
         co_return finish(finish_reason::stop); // the document is complete: no step for end-of-generation
     }
@@ -476,6 +487,9 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
         if (co_await cancelled()) {
             co_return finish(finish_reason::cancelled);
         }
+    }
+    if (grammar_) {
+        co_await owner().pool().run(1, [this](std::size_t) noexcept { (void)grammar_->allowed(); }); // cached
     }
     std::vector<token_logprob> top;
     const auto chosen = sample(top);
