@@ -174,6 +174,8 @@ struct token_stream::state {
     std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
                                           double ms);
     boost::asio::awaitable<result<void>> start_grammar();
+    /// Computes (or finds cached) the grammar's mask for the current state on the compute pool.
+    boost::asio::awaitable<void> mask_on_pool();
     /// Samples the next token, through the grammar's mask when there is one; nullopt when no token is allowed.
     std::optional<runtime::sampled_token> sample(std::vector<token_logprob>& top);
     [[nodiscard]] model& owner() const noexcept { return *seq_->model_; }
@@ -352,6 +354,10 @@ boost::asio::awaitable<result<void>> token_stream::state::start_grammar() {
     co_return result<void>{};
 }
 
+boost::asio::awaitable<void> token_stream::state::mask_on_pool() {
+    co_await owner().pool().run(1, [this](std::size_t) noexcept { (void)grammar_->allowed(); });
+}
+
 std::optional<runtime::sampled_token> token_stream::state::sample(std::vector<token_logprob>& top) {
     if (!grammar_) {
         return sampler_.sample_detailed(logits_, req_.top_logprobs, top);
@@ -460,8 +466,7 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
         co_return finish(finish_reason::cancelled);
     }
     if (grammar_ && !grammar_done_ && grammar_->is_complete()) {
-        // Complete, and maybe more could follow: done when the mask allows nothing but end-of-generation.
-        co_await owner().pool().run(1, [this](std::size_t) noexcept { (void)grammar_->allowed(); });
+        co_await mask_on_pool(); // complete; done when the mask allows nothing but end-of-generation
         grammar_done_ = grammar_->only_end_remains();
     }
     if (grammar_done_) {
@@ -489,7 +494,7 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
         }
     }
     if (grammar_) {
-        co_await owner().pool().run(1, [this](std::size_t) noexcept { (void)grammar_->allowed(); }); // cached
+        co_await mask_on_pool(); // sample() then finds it cached
     }
     std::vector<token_logprob> top;
     const auto chosen = sample(top);

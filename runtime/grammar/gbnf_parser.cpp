@@ -45,6 +45,7 @@ private:
     std::optional<sequence> parse_sequence(std::size_t depth);
     std::optional<sequence> parse_item(std::size_t depth);
     bool parse_repetition(sequence& item);
+    bool parse_bounds(bool& found, std::uint32_t& lo, std::optional<std::uint32_t>& hi);
     std::optional<std::uint32_t> parse_code_point(bool in_class);
     std::optional<sequence> parse_literal();
     std::optional<element> parse_class();
@@ -356,10 +357,10 @@ std::optional<sequence> gbnf_parser::parse_item(std::size_t depth) {
     return std::nullopt;
 }
 
-// `item` followed by * + ? {m} {m,} {m,n}: copies of it and generated rules for the optional part.
-bool gbnf_parser::parse_repetition(sequence& item) {
-    std::uint32_t lo = 0;
-    std::optional<std::uint32_t> hi; // nullopt: unbounded
+// * + ? {m} {m,} {m,n} into [lo, hi] (hi nullopt: unbounded); false on a malformed one. `found` is false when
+// no repetition follows.
+bool gbnf_parser::parse_bounds(bool& found, std::uint32_t& lo, std::optional<std::uint32_t>& hi) {
+    found = true;
     const char c = peek();
     if (c == '*') {
         ++p_;
@@ -400,9 +401,20 @@ bool gbnf_parser::parse_repetition(sequence& item) {
         }
         ++p_;
     } else {
-        return true;
+        found = false;
     }
-    if (item.empty()) {
+    return true;
+}
+
+// `item` followed by a repetition: copies of it and generated rules for the optional part.
+bool gbnf_parser::parse_repetition(sequence& item) {
+    bool found = false;
+    std::uint32_t lo = 0;
+    std::optional<std::uint32_t> hi;
+    if (!parse_bounds(found, lo, hi)) {
+        return false;
+    }
+    if (!found || item.empty()) {
         return true;
     }
     element e = item.front();

@@ -94,6 +94,7 @@ private:
     }
 
     expr compile(const json::value& s, const std::string& ptr, std::size_t depth);
+    expr compile_by_type(const json::object& o, const std::string& ptr, std::size_t depth);
     expr compile_typed(std::string_view type, const json::object& s, const std::string& ptr, std::size_t depth);
     expr compile_object(const json::object& s, const std::string& ptr, std::size_t depth);
     expr compile_array(const json::object& s, const std::string& ptr, std::size_t depth);
@@ -173,6 +174,12 @@ schema_compiler::expr schema_compiler::compile(const json::value& s, const std::
     if (const auto* list = o.if_contains("allOf")) {
         return compile_all_of(*list, ptr + "/allOf", depth);
     }
+    return compile_by_type(o, ptr, depth);
+}
+
+// `type` as given (a name or a list of names), or guessed from the keywords present; any value without either.
+schema_compiler::expr schema_compiler::compile_by_type(const json::object& o, const std::string& ptr,
+                                                       std::size_t depth) {
     const auto* type = o.if_contains("type");
     if (type == nullptr) {
         if (o.contains("properties") || o.contains("additionalProperties")) {
