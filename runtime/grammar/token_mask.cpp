@@ -184,6 +184,13 @@ void token_filter::compute(matcher::state_id s, token_mask& out) {
             i = n.skip;
             continue;
         }
+        if (const auto run = n.plain_below ? plain_run(next) : -1; run >= 0) {
+            // Every plain byte leads to one same state, depth after depth (a bounded string): tokens below
+            // are allowed by their depth alone, without stepping.
+            allow_by_depth(i, run, out);
+            i = n.skip;
+            continue;
+        }
         for (auto t = n.tok_begin; t < n.tok_end; ++t) {
             const auto id = static_cast<std::size_t>(tokens[t]);
             out.bits[id >> 6] |= std::uint64_t{1} << (id & 63);
@@ -226,6 +233,66 @@ bool token_filter::subtree_allowed(matcher::state_id s, bool plain) {
     return (plain && base == s) || loops_on_text(base);
 }
 
+// How many more plain bytes state `s` takes when each of them leads to one same state whatever the byte (as in
+// a bounded run of string characters), up to the longest token; -1 when some state on the way is not uniform.
+std::int32_t token_filter::plain_run(matcher::state_id s) {
+    const auto limit = static_cast<std::int32_t>(trie_->max_depth());
+    std::vector<matcher::state_id> chain;
+    std::int32_t run = 0;
+    for (auto at = s; run < limit; ++run) {
+        const auto i = static_cast<std::size_t>(at);
+        if (i < plain_run_.size() && plain_run_[i] != -3) {
+            run = plain_run_[i] < 0 ? -1 : std::min(limit, run + plain_run_[i]);
+            break;
+        }
+        chain.push_back(at);
+        matcher::state_id next = matcher::dead;
+        bool uniform = true;
+        for (unsigned b = 0x20; b < 0x7F && uniform; ++b) {
+            if (token_trie::is_plain_byte(static_cast<std::uint8_t>(b))) {
+                const auto t = matcher_.step(at, static_cast<std::uint8_t>(b));
+                uniform = b == 0x20 || t == next;
+                next = t;
+            }
+        }
+        if (!uniform) {
+            run = -1;
+            break;
+        }
+        if (next == matcher::dead) {
+            break;
+        }
+        at = next;
+    }
+    // Memoize along the chain: each state's run is what is left of the first one's.
+    for (std::size_t k = 0; k < chain.size(); ++k) {
+        const auto i = static_cast<std::size_t>(chain[k]);
+        if (i >= plain_run_.size()) {
+            plain_run_.resize(std::max(i + 1, plain_run_.size() * 2), -3);
+        }
+        plain_run_[i] = run < 0 ? -1 : std::max(0, run - static_cast<std::int32_t>(k));
+    }
+    return run;
+}
+
+// Node i's tokens, and those of its (plain) subtree that end at most `run` bytes below it.
+void token_filter::allow_by_depth(std::size_t i, std::int32_t run, token_mask& out) {
+    const auto nodes = trie_->nodes();
+    const auto tokens = trie_->tokens();
+    const auto top = nodes[i].depth;
+    for (std::size_t j = i; j < nodes[i].skip; ++j) {
+        const auto& n = nodes[j];
+        if (static_cast<std::int32_t>(n.depth - top) > run) {
+            continue;
+        }
+        for (auto t = n.tok_begin; t < n.tok_end; ++t) {
+            const auto id = static_cast<std::size_t>(tokens[t]);
+            out.bits[id >> 6] |= std::uint64_t{1} << (id & 63);
+            out.any_text = true;
+        }
+    }
+}
+
 bool token_filter::loops_on_text(matcher::state_id s) {
     const auto i = static_cast<std::size_t>(s);
     if (i >= text_loop_.size()) {
@@ -259,6 +326,7 @@ bool token_filter::accept(std::int32_t id) {
         cache_.clear(); // state ids were renumbered
         plain_loop_.clear();
         text_loop_.clear();
+        plain_run_.clear();
     }
     return true;
 }

@@ -103,6 +103,8 @@ private:
     bool loops_on_plain(matcher::state_id s);
     bool loops_on_text(matcher::state_id s);
     bool subtree_allowed(matcher::state_id s, bool plain);
+    std::int32_t plain_run(matcher::state_id s);
+    void allow_by_depth(std::size_t i, std::int32_t run, token_mask& out);
 
     matcher matcher_;
     std::shared_ptr<const token_trie> trie_;
@@ -110,6 +112,7 @@ private:
     std::vector<matcher::state_id> walk_; ///< the matcher state at each depth of the trie walk
     std::vector<std::int8_t> plain_loop_; ///< per state: -1 unknown, 1 when every plain byte leads back to it
     std::vector<std::int8_t> text_loop_;  ///< per state: -1 unknown, 1 when every code point from U+0080 does too
+    std::vector<std::int32_t> plain_run_; ///< per state: see plain_run(); -3 unknown
 };
 
 } // namespace sluice::grammar
