@@ -1,6 +1,6 @@
-// token_filter over the real Qwen3 vocabulary (151k byte-level BPE tokens): the mask equals checking every
-// token's bytes one by one, control tokens stay out, end-of-generation comes in only with a complete document,
-// and a random walk through the masks always produces a document the schema allows.
+// token_filter over the real Qwen3 vocabulary (151k byte-level BPE tokens) and Llama 2's SentencePiece one: the
+// mask equals checking every token's bytes one by one, control tokens stay out, end-of-generation comes in only
+// with a complete document, and a random walk through the masks always produces a document the schema allows.
 #include "grammar_test_util.hpp"
 
 #include "runtime/grammar/json_schema.hpp"
@@ -108,6 +108,23 @@ TEST_F(token_mask_test, byte_level_tokens_are_matched_as_their_real_bytes) {
     token_filter f2(g2, trie_);
     EXPECT_FALSE(f2.allowed().allows(id("Ġ")));
     EXPECT_TRUE(f2.allowed().any_text);
+}
+
+TEST(token_mask_spm, sentencepiece_pieces_and_byte_tokens_are_matched_as_their_bytes) {
+    auto tok = tokenizer::load_tokenizer(std::filesystem::path(SLUICE_NPM_CACHE) / "llama2/models/tokenizer.json");
+    ASSERT_TRUE(tok) << tok.error().message;
+    const auto trie = std::make_shared<const token_trie>(*tok, tok->size());
+    auto g = parse_or_fail("root ::= \" yes\" \"\\n\"");
+    token_filter f(g, trie);
+    const auto yes = tok->find("\xe2\x96\x81yes"); // "▁yes": a space and "yes"
+    const auto newline = tok->find("<0x0A>");        // a byte-fallback token
+    ASSERT_TRUE(yes && newline);
+    EXPECT_TRUE(f.allowed().allows(*yes));
+    EXPECT_FALSE(f.allowed().allows(*newline));
+    ASSERT_TRUE(f.accept(*yes));
+    EXPECT_TRUE(f.allowed().allows(*newline));
+    ASSERT_TRUE(f.accept(*newline));
+    EXPECT_TRUE(f.only_end_remains());
 }
 
 TEST_F(token_mask_test, control_tokens_excluded_and_end_of_generation_only_when_complete) {
