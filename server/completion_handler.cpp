@@ -6,6 +6,7 @@
 #include "server/openai_response.hpp"
 #include "server/prompt.hpp"
 #include "server/sse.hpp"
+#include "server/structured_output.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -303,6 +304,9 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
     auto reading = output_reading_for(*st.loaded, *parsed, *prompt);
+    if (auto e = apply_tool_choice(*parsed, reading)) {
+        co_return co_await write_response(stream, error_response(*e, version, keep_alive), st.options.timeout);
+    }
     parsed->generate.prompt_tokens = std::move(*prompt);
     response_meta meta{
         kind, make_response_id(kind), st.model_name,

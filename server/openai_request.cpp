@@ -1,6 +1,8 @@
 // Request-body parsing for /v1/chat/completions and /v1/completions: types, ranges and unsupported fields.
 #include "server/openai_request.hpp"
 
+#include "server/structured_output.hpp"
+
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
 #include "server/json_kind.hpp"
@@ -268,9 +270,10 @@ maybe_error read_messages(const json::object& o, generate_request& g) {
     return std::nullopt;
 }
 
-/// tool_choice: "auto" (the default) and "none" (the tools are not rendered and nothing is parsed as a call);
-/// "required" and a named function need constrained decoding and are refused until it exists.
-maybe_error read_tool_choice(const json::object& o, std::string& choice) {
+/// tool_choice: "auto" (the default), "none" (the tools are not rendered and nothing is parsed as a call),
+/// "required" (`forced` empty) and {"type": "function", "function": {"name"}} (`forced` the name): a call is
+/// enforced by a grammar (server/structured_output's apply_tool_choice).
+maybe_error read_tool_choice(const json::object& o, std::string& choice, std::optional<std::string>& forced) {
     const auto* c = find(o, "tool_choice");
     if (c == nullptr) {
         return std::nullopt;
@@ -279,20 +282,51 @@ maybe_error read_tool_choice(const json::object& o, std::string& choice) {
         choice = std::string(c->get_string());
         return std::nullopt;
     }
-    if ((c->is_string() && c->get_string() == "required") || c->is_object()) {
-        return bad_request("tool_choice " + std::string(c->is_string() ? "\"required\"" : "naming a function") +
-                               " is not supported yet: forcing a call needs constrained decoding; use \"auto\"",
-                           "tool_choice", "unsupported_value");
+    if (c->is_string() && c->get_string() == "required") {
+        forced = std::string();
+        return std::nullopt;
+    }
+    if (c->is_object()) {
+        const auto* type = find(c->get_object(), "type");
+        const auto* fn = find(c->get_object(), "function");
+        const auto* name = fn != nullptr && fn->is_object() ? find(fn->get_object(), "name") : nullptr;
+        if (type == nullptr || !type->is_string() || type->get_string() != "function" || name == nullptr ||
+            !name->is_string() || name->get_string().empty()) {
+            return bad_request("tool_choice must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                               "tool_choice.function.name", "invalid_value");
+        }
+        forced = std::string(name->get_string());
+        return std::nullopt;
     }
     return bad_request("tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}",
                        "tool_choice", "invalid_value");
+}
+
+/// A forced call needs tools, and a named one must be among them.
+maybe_error check_forced_tool(const completion_request& out) {
+    if (!out.forced_tool) {
+        return std::nullopt;
+    }
+    if (out.tools.empty()) {
+        return bad_request("tool_choice forces a call but the request has no tools", "tool_choice", "invalid_value");
+    }
+    if (out.forced_tool->empty()) {
+        return std::nullopt;
+    }
+    for (const auto& t : out.tools) {
+        if (t.at("function").at("name").get_string() == *out.forced_tool) {
+            return std::nullopt;
+        }
+    }
+    return bad_request("tool_choice names the function '" + *out.forced_tool + "', which is not among the tools",
+                       "tool_choice.function.name", "invalid_value");
 }
 
 /// `tools` goes to the chat template as the variable `tools` (through template_kwargs) and to the tool-call
 /// parser; tool_choice "none" leaves them out of both.
 maybe_error read_tools(const json::object& o, completion_request& out) {
     std::string choice = "auto";
-    if (auto e = read_tool_choice(o, choice)) {
+    if (auto e = read_tool_choice(o, choice, out.forced_tool)) {
         return e;
     }
     if (auto e = read_bool(o, "parallel_tool_calls", out.parallel_tool_calls)) {
@@ -300,7 +334,7 @@ maybe_error read_tools(const json::object& o, completion_request& out) {
     }
     const auto* tools = find(o, "tools");
     if (tools == nullptr) {
-        return std::nullopt;
+        return check_forced_tool(out);
     }
     if (!tools->is_array()) {
         return wrong_type("tools", "an array", *tools);
@@ -326,7 +360,7 @@ maybe_error read_tools(const json::object& o, completion_request& out) {
         out.tools = tools->get_array();
         out.parse_tool_calls = true;
     }
-    return std::nullopt;
+    return check_forced_tool(out);
 }
 
 /// reasoning_effort (gpt-oss templates read it) and chat_template_kwargs, both chat-template variables; the
@@ -442,13 +476,6 @@ maybe_error read_choices_and_logprobs(const json::object& o, completion_request&
             return bad_request("top_logprobs requires logprobs to be true", "top_logprobs", "invalid_value");
         }
         out.top_logprobs = top ? static_cast<std::uint32_t>(*top) : 0u;
-        if (const auto* rf = find(o, "response_format")) {
-            const json::value* type = rf->is_object() ? find(rf->get_object(), "type") : nullptr;
-            if (type == nullptr || !type->is_string() || type->get_string() != "text") {
-                return bad_request("response_format.type: only \"text\" is supported", "response_format.type",
-                                   "unsupported_value");
-            }
-        }
     }
     out.generate.top_logprobs = out.top_logprobs;
     return std::nullopt;
@@ -538,7 +565,8 @@ maybe_error read_limits_and_stream(const json::object& o, completion_request& ou
     return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 26> chat_keys{"ignore_eos",
+constexpr std::array<std::string_view, 27> chat_keys{"ignore_eos",
+                                                     "grammar",
                                                      "chat_template_kwargs",
                                                      "reasoning_effort",
                                                      "model",
@@ -565,7 +593,9 @@ constexpr std::array<std::string_view, 26> chat_keys{"ignore_eos",
                                                      "top_logprobs",
                                                      "response_format"};
 
-constexpr std::array<std::string_view, 21> completion_keys{"ignore_eos",
+constexpr std::array<std::string_view, 23> completion_keys{"ignore_eos",
+                                                           "grammar",
+                                                           "response_format",
                                                            "model",
                                                            "prompt",
                                                            "max_tokens",
@@ -636,6 +666,9 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
         }
     }
     if (auto e = read_choices_and_logprobs(o, out)) {
+        return *e;
+    }
+    if (auto e = read_structured_output(o, out)) {
         return *e;
     }
     if (auto e = read_sampling(o, out.generate, random_seed)) {

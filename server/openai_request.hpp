@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,9 @@ struct completion_request {
     bool parse_tool_calls = false;    ///< chat with `tools` and tool_choice other than "none"
     bool parallel_tool_calls = true;  ///< false: only the first call is returned
     boost::json::array tools;         ///< the request's tools (parameter types for the tool-call parser)
+    /// tool_choice "required" (an empty name: any of the tools) or naming a function: the answer must be a call,
+    /// which a grammar enforces once the model's tool-call format is known (apply_tool_choice).
+    std::optional<std::string> forced_tool;
 };
 
 /// Parses `body` (JSON text) for endpoint `kind`. `random_seed` is used when the request has no seed (or

@@ -7,6 +7,7 @@
 #include "server/openai_request.hpp"
 #include "server/openai_response.hpp"
 #include "server/prompt.hpp"
+#include "server/structured_output.hpp"
 #include "server/websocket_message.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -192,8 +193,14 @@ asio::awaitable<void> run_request(std::shared_ptr<ws_connection> c, std::string 
     }
     ++c->next_admit;
     c->admitted.notify_all();
+    std::optional<api_error> refused;
     if (!prompt) {
-        c->send(error_event(&id, prompt.error()));
+        refused = prompt.error();
+    } else {
+        refused = apply_tool_choice(creq, output_reading_for(*st.loaded, creq, *prompt));
+    }
+    if (refused) {
+        c->send(error_event(&id, *refused));
         c->active.erase(id);
         c->child_ended();
         co_return;

@@ -36,6 +36,9 @@ class routing_log;
 namespace runtime {
 class compute_pool;
 }
+namespace grammar {
+class token_trie;
+}
 } // namespace sluice
 
 namespace sluice {
@@ -79,6 +82,8 @@ public:
     /// The chat template parsed once at load under options().template_limits (renders share it: rendering
     /// is const and thread-safe), or the parse error each chat request reports; null without a template.
     [[nodiscard]] const result<chat::jinja_template>* parsed_chat_template() const noexcept;
+    /// The vocabulary as a byte trie for grammar-constrained sampling, built on first use (thread-safe).
+    [[nodiscard]] std::shared_ptr<const grammar::token_trie> token_trie() const;
     /// How the model is held in memory: resident, or with routed experts streamed through a cache.
     [[nodiscard]] const memory_plan& plan() const noexcept;
     /// The expert cache's counters; all zero (no slots) when the model is fully resident.

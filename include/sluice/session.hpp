@@ -33,6 +33,12 @@ struct generate_request {
     std::vector<std::string> stop;  ///< stop strings (never part of the output)
     bool ignore_eos = false;        ///< keep going past end-of-generation tokens
     std::size_t top_logprobs = 0;   ///< report this many alternatives per token
+    /// GBNF grammar (llama.cpp's syntax, `root` the start rule) the output must follow; empty: none. Each step
+    /// samples only among tokens whose bytes continue a valid document (logprobs still report the model's raw
+    /// distribution), end-of-generation is allowed once the document is complete, and the generation stops
+    /// with finish_reason::stop once nothing but end-of-generation can follow. An invalid grammar fails the
+    /// first next() with std::errc::invalid_argument ("grammar: line 2, column 5: ...").
+    std::string grammar;
 };
 
 /// Why a generation ended.

@@ -3,11 +3,13 @@
 
 #include "runtime/experts/expert_cache.hpp"
 #include "runtime/experts/routing_log.hpp"
+#include "runtime/grammar/token_mask.hpp"
 #include "runtime/tokenizer/loaders.hpp"
 
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
 namespace sluice {
@@ -28,6 +30,8 @@ struct model::state {
     std::unique_ptr<experts::expert_source> experts;
     const experts::expert_cache* cache = nullptr; ///< `experts` when it is a cache
     std::unique_ptr<experts::routing_log> routing;
+    mutable std::once_flag trie_once;
+    mutable std::shared_ptr<const grammar::token_trie> trie; ///< built by the first constrained generation
 };
 
 model::model() : state_(std::make_unique<state>()) {}
@@ -64,6 +68,13 @@ std::string model::file_fault() const {
 }
 
 const memory_plan& model::plan() const noexcept { return state_->plan; }
+
+std::shared_ptr<const grammar::token_trie> model::token_trie() const {
+    std::call_once(state_->trie_once, [this] {
+        state_->trie = std::make_shared<const grammar::token_trie>(*state_->vocab, state_->hp.n_vocab);
+    });
+    return state_->trie;
+}
 runtime::compute_pool& model::pool() noexcept { return *state_->pool; }
 const models::model_weights& model::weights() const noexcept { return state_->weights; }
 experts::expert_source& model::experts() noexcept { return *state_->experts; }

@@ -4,6 +4,7 @@
 #include "runtime/chat/content_guard.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
+#include "runtime/grammar/token_mask.hpp"
 #include "runtime/models/forward.hpp"
 #include "runtime/models/kv_cache.hpp"
 #include "runtime/tokenizer/stream_decoder.hpp"
@@ -11,6 +12,8 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <cassert>
+#include <limits>
 #include <cmath>
 
 namespace sluice {
@@ -170,6 +173,11 @@ struct token_stream::state {
     result<std::optional<token_event>> fail(error e, bool was_cancelled);
     std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
                                           double ms);
+    boost::asio::awaitable<result<void>> start_grammar();
+    /// Computes (or finds cached) the grammar's mask for the current state on the compute pool.
+    boost::asio::awaitable<void> mask_on_pool();
+    /// Samples the next token, through the grammar's mask when there is one; nullopt when no token is allowed.
+    std::optional<runtime::sampled_token> sample(std::vector<token_logprob>& top);
     [[nodiscard]] model& owner() const noexcept { return *seq_->model_; }
 
     session* session_;
@@ -182,6 +190,9 @@ struct token_stream::state {
     std::vector<std::int32_t> prompt_;
     std::vector<std::int32_t> generated_;
     std::vector<float> logits_;
+    std::optional<grammar::token_filter> grammar_; ///< when the request has a grammar
+    std::vector<float> masked_;                     ///< logits_ with the tokens the grammar refuses at -inf
+    bool grammar_done_ = false;                     ///< only end-of-generation can follow
     bool started_ = false;
     bool ended_ = false;
     bool pending_ = false; ///< logits_ hold the distribution of the next token
@@ -284,6 +295,9 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     if (auto v = runtime::validate(req_.sampling); !v) {
         co_return v.error();
     }
+    if (auto g = co_await start_grammar(); !g) {
+        co_return g.error();
+    }
     auto prompt = session_->prompt_tokens(req_);
     if (!prompt) {
         co_return prompt.error();
@@ -319,6 +333,48 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     summary_.prompt_ms = ms_since(t0);
     pending_ = true;
     co_return result<void>{};
+}
+
+// Grammar work runs on the compute pool, never on the io_context thread: building the vocabulary trie (once per
+// model, about 0.1 s at 150k tokens) and the masks (a walk of the trie, up to tens of ms for a bounded string).
+boost::asio::awaitable<result<void>> token_stream::state::start_grammar() {
+    if (req_.grammar.empty()) {
+        co_return result<void>{};
+    }
+    auto g = grammar::parse_gbnf(req_.grammar);
+    if (!g) {
+        co_return g.error().with_context("grammar");
+    }
+    std::shared_ptr<const grammar::token_trie> trie;
+    co_await owner().pool().run(1, [this, &trie](std::size_t) noexcept { trie = owner().token_trie(); });
+    grammar_.emplace(std::move(*g), std::move(trie));
+    if (grammar_->state().current() == grammar::matcher::dead) {
+        co_return make_error(std::errc::invalid_argument, "grammar: the root rule matches nothing");
+    }
+    co_return result<void>{};
+}
+
+boost::asio::awaitable<void> token_stream::state::mask_on_pool() {
+    co_await owner().pool().run(1, [this](std::size_t) noexcept { (void)grammar_->allowed(); });
+}
+
+std::optional<runtime::sampled_token> token_stream::state::sample(std::vector<token_logprob>& top) {
+    if (!grammar_) {
+        return sampler_.sample_detailed(logits_, req_.top_logprobs, top);
+    }
+    const auto& mask = grammar_->allowed();
+    masked_.resize(logits_.size());
+    const std::int32_t first_allowed = mask.apply(logits_, masked_);
+    if (first_allowed < 0) {
+        return std::nullopt;
+    }
+    auto chosen = sampler_.sample_detailed(masked_, logits_, req_.top_logprobs, top);
+    if (!mask.allows(chosen.token)) {
+        // Every allowed logit was -inf or NaN and the sampler fell back to the raw argmax.
+        chosen.token = first_allowed;
+        chosen.logprob = -std::numeric_limits<float>::infinity();
+    }
+    return chosen;
 }
 
 result<std::optional<token_event>> token_stream::state::fail(error e, bool was_cancelled) {
@@ -360,6 +416,14 @@ std::optional<token_event> token_stream::state::finish(finish_reason reason) {
 std::optional<token_event> token_stream::state::take_token(std::int32_t token, float logprob,
                                                            std::vector<token_logprob> top, double ms) {
     sampler_.accept(token);
+    if (grammar_) {
+        const bool ok = grammar_->accept(token);
+        assert(ok); // the token was sampled from the mask
+        (void)ok;
+        // Cheap: a complete document usually has nothing left to match; else the next mask, computed (on the
+        // pool) before it is needed, is cached for the next step.
+        grammar_done_ = grammar_->is_complete() && !grammar_->state().can_continue(grammar_->state().current());
+    }
     generated_.push_back(token);
     ++summary_.completion_tokens;
     token_event ev;
@@ -403,6 +467,13 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
     if (co_await cancelled()) {
         co_return finish(finish_reason::cancelled);
     }
+    if (grammar_ && !grammar_done_ && grammar_->is_complete()) {
+        co_await mask_on_pool(); // complete; done when the mask allows nothing but end-of-generation
+        grammar_done_ = grammar_->only_end_remains();
+    }
+    if (grammar_done_) {
+        co_return finish(finish_reason::stop); // the document is complete: no step for end-of-generation
+    }
     if (req_.max_tokens != 0 && summary_.completion_tokens >= req_.max_tokens) {
         co_return finish(finish_reason::length);
     }
@@ -424,17 +495,25 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
             co_return finish(finish_reason::cancelled);
         }
     }
+    if (grammar_) {
+        co_await mask_on_pool(); // sample() then finds it cached
+    }
     std::vector<token_logprob> top;
-    const auto chosen = sampler_.sample_detailed(logits_, req_.top_logprobs, top);
+    const auto chosen = sample(top);
     pending_ = false;
     const double ms = ms_since(t0);
     if (summary_.completion_tokens > 0 || !started_) {
         summary_.decode_ms += ms;
     }
-    if (!req_.ignore_eos && owner().vocab().is_end_of_generation(chosen.token)) {
+    if (!chosen) {
+        co_return finish(finish_reason::stop); // the grammar allows no token of this vocabulary
+    }
+    // Under a grammar an end-of-generation token is only allowed once the document is complete, so it ends
+    // the generation even with ignore_eos.
+    if ((!req_.ignore_eos || grammar_) && owner().vocab().is_end_of_generation(chosen->token)) {
         co_return finish(finish_reason::stop);
     }
-    co_return take_token(chosen.token, chosen.logprob, std::move(top), ms);
+    co_return take_token(chosen->token, chosen->logprob, std::move(top), ms);
 }
 
 } // namespace sluice

@@ -235,6 +235,17 @@ sampled_token sampler::sample_detailed(std::span<const float> logits, std::size_
     return out;
 }
 
+sampled_token sampler::sample_detailed(std::span<const float> masked, std::span<const float> raw,
+                                       std::size_t n_top, std::vector<token_logprob>& top) {
+    assert(masked.size() == raw.size());
+    sampled_token out;
+    out.token = choose(masked, out.probability);
+    const raw_log_softmax lsm(raw);
+    out.logprob = lsm(raw[static_cast<std::size_t>(out.token)]);
+    fill_top(raw, lsm, n_top, top);
+    return out;
+}
+
 std::int32_t sampler::choose(std::span<const float> logits, float& probability) {
     assert(logits.size() == n_vocab_);
     assert(!logits.empty());

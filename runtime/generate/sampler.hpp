@@ -68,6 +68,11 @@ public:
     /// Costs two more passes over the logits than sample().
     sampled_token sample_detailed(std::span<const float> logits, std::size_t n_top, std::vector<token_logprob>& top);
 
+    /// Like sample_detailed(), choosing from `masked` (the logits with disallowed tokens at -inf, as grammar-
+    /// constrained sampling passes them) while `logprob` and `top` report the unmasked `raw` distribution.
+    sampled_token sample_detailed(std::span<const float> masked, std::span<const float> raw, std::size_t n_top,
+                                  std::vector<token_logprob>& top);
+
     /// Appends a token to the history the penalties look at (prompt tokens may be accepted too).
     /// Ids outside [0, n_vocab) are ignored.
     void accept(std::int32_t token);

@@ -5,7 +5,7 @@
 #        tests/fuzz/replay.sh TARGET [libFuzzer args] build TARGET and run it on its corpus (bench/fuzz/run.sh
 #                                                   fuzzes this way: -max_total_time=3600 ...)
 #        tests/fuzz/replay.sh --build TARGET        only build; prints the binary's path
-# Targets: gguf jinja openai_request tokenizer websocket_message (tests/fuzz/targets.txt lists their sources).
+# Targets: gguf jinja openai_request tokenizer websocket_message grammar (tests/fuzz/targets.txt lists their sources).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/fuzz-sanitized

@@ -1,7 +1,8 @@
 // What a chat or completion choice carries besides text, over real sockets against `sluice serve` on the tiny
 // model: logprobs with top_logprobs and token bytes (whole and streamed, which must agree), n > 1 choices,
 // reasoning split from content by a template that opens <think>, chat_template_kwargs reaching the template, and
-// a previous turn's reasoning_content and tool calls accepted in the history.
+// a previous turn's reasoning_content and tool calls accepted in the history (tool_choice that forces a call is in
+// structured_output_test).
 #include "http_client.hpp"
 #include "server_process.hpp"
 
@@ -204,18 +205,6 @@ TEST(chat_output, history_with_reasoning_and_tool_calls_is_accepted) {
         R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],)"
         R"("parallel_tool_calls":false})");
     EXPECT_EQ(r.status, 200) << r.body;
-}
-
-TEST(chat_output, tool_choice_required_or_named_is_refused_until_constrained_decoding_exists) {
-    server_process server;
-    const std::string tools =
-        R"(,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
-    for (const std::string choice : {R"("required")", R"({"type":"function","function":{"name":"get_weather"}})"}) {
-        const auto r = post_json(server.port(), "/v1/chat/completions",
-                                 "{" + hello + tools + R"(,"tool_choice":)" + choice + "}");
-        EXPECT_EQ(r.status, 400) << r.body;
-        EXPECT_NE(r.body.find("constrained decoding"), std::string::npos) << r.body;
-    }
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // Drives a running `sluice serve` with the official `openai` npm package: chat (streamed and not),
-// completions, an API error, and an abort mid-stream; then checks /health. Exits non-zero on any failure.
+// completions, an API error, an abort mid-stream, and structured output through its parse() helper (a json_schema
+// answer and a forced strict tool call); then checks /health. Exits non-zero on any failure.
 // Usage: node openai_client.mjs PACKAGE_DIR BASE_URL API_KEY
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
@@ -108,6 +109,28 @@ const history = await client.chat.completions.create({
     ],
 });
 assert.equal(history.choices.length, 1);
+
+// Structured output through the SDK's parse() helper: a strict json_schema answer comes back parsed, and a
+// strict tool forced with tool_choice "required" comes back with parsed arguments.
+const schema = {
+    type: 'object', additionalProperties: false, required: ['answer', 'confidence'],
+    properties: { answer: { type: 'string', maxLength: 12 }, confidence: { enum: ['low', 'high'] } },
+};
+const structured = await client.chat.completions.parse({
+    model, messages, max_tokens: 200, seed: 4,
+    response_format: { type: 'json_schema', json_schema: { name: 'reply', strict: true, schema } },
+});
+const parsed = structured.choices[0].message.parsed;
+assert.equal(typeof parsed.answer, 'string');
+assert.ok(['low', 'high'].includes(parsed.confidence));
+const forced = await client.chat.completions.parse({
+    model, messages, max_tokens: 200, seed: 5, tool_choice: 'required', parallel_tool_calls: false,
+    tools: [{ type: 'function', function: { name: 'reply', strict: true, parameters: schema } }],
+});
+assert.equal(forced.choices[0].finish_reason, 'tool_calls');
+const call = forced.choices[0].message.tool_calls[0];
+assert.equal(call.function.name, 'reply');
+assert.ok(['low', 'high'].includes(call.function.parsed_arguments.confidence));
 
 const health = await fetch(`${baseUrl}/health`);
 assert.equal(health.status, 200);

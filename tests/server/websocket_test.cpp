@@ -261,6 +261,24 @@ TEST(websocket, invalid_messages_give_error_events_and_the_socket_stays_usable) 
     EXPECT_EQ(done.at("finish_reason"), "length");
 }
 
+TEST(websocket, a_grammar_in_the_body_restricts_the_streamed_text_and_a_bad_one_is_an_error_event) {
+    server_process server;
+    ws_client c(server.port());
+    ASSERT_FALSE(c.handshake_error());
+    c.send(request_message("g", R"({"prompt":"What is 478 + 356?","max_tokens":20,"grammar":"root ::= [0-9]{1,4} \".\""})"));
+    std::map<std::string, std::string> text;
+    auto done = c.read_until_end("g", text);
+    ASSERT_EQ(done.at("type"), "done") << json::serialize(done);
+    EXPECT_EQ(done.at("finish_reason"), "stop");
+    ASSERT_GE(text["g"].size(), 2U);
+    EXPECT_EQ(text["g"].back(), '.');
+    EXPECT_EQ(text["g"].find_first_not_of("0123456789"), text["g"].size() - 1) << text["g"];
+    c.send(request_message("bad", R"({"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","format":"date","pattern":"x"}}}})", "chat"));
+    auto e = c.read_until_end("bad", text);
+    ASSERT_EQ(e.at("type"), "error") << json::serialize(e);
+    EXPECT_EQ(e.at("error").at("param"), "response_format.json_schema.schema");
+}
+
 TEST(websocket, closing_the_socket_mid_generation_frees_the_slot) {
     server_process server({"--parallel", "1", "--queue", "0"});
     {
