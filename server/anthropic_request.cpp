@@ -2,6 +2,7 @@
 // messages, tools to functions.
 #include "server/anthropic_request.hpp"
 #include "server/json_kind.hpp"
+#include "server/structured_output.hpp"
 
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
@@ -451,9 +452,9 @@ api_result<json::object> read_tool(const json::value& t, const std::string& at) 
     return json::object{{"type", "function"}, {"function", std::move(fn)}};
 }
 
-/// tool_choice: auto and none; any and tool force a call, which needs constrained decoding (refused when
-/// generating, harmless when counting).
-maybe_error read_tool_choice(const json::object& o, messages_endpoint endpoint, bool& none, completion_request& chat) {
+/// tool_choice: auto and none; any (`chat.forced_tool` empty) and tool (`chat.forced_tool` its name) force a call,
+/// which the handler enforces with a grammar (apply_tool_choice) once the template's call format is known.
+maybe_error read_tool_choice(const json::object& o, bool& none, completion_request& chat) {
     const auto* c = find(o, "tool_choice");
     if (c == nullptr) {
         return std::nullopt;
@@ -462,12 +463,17 @@ maybe_error read_tool_choice(const json::object& o, messages_endpoint endpoint, 
         return wrong_type("tool_choice", "an object", *c);
     }
     const auto type = block_type(c->get_object());
-    if (type == "any" || type == "tool") {
-        if (endpoint == messages_endpoint::create) {
-            return unsupported("tool_choice.type", "\"" + std::string(type) +
-                                                       "\" is not supported yet: forcing a tool call needs "
-                                                       "constrained decoding; use \"auto\"");
+    if (type == "any") {
+        chat.forced_tool = std::string();
+    } else if (type == "tool") {
+        const auto* name = find(c->get_object(), "name");
+        if (name == nullptr) {
+            return missing("tool_choice.name");
         }
+        if (!name->is_string() || name->get_string().empty()) {
+            return wrong_type("tool_choice.name", "a tool's name", *name);
+        }
+        chat.forced_tool = std::string(name->get_string());
     } else if (type != "auto" && type != "none") {
         return bad_request("tool_choice.type: must be one of \"auto\", \"any\", \"tool\", \"none\"", "tool_choice.type",
                            "invalid_value");
@@ -482,14 +488,34 @@ maybe_error read_tool_choice(const json::object& o, messages_endpoint endpoint, 
     return std::nullopt;
 }
 
+/// A forced call needs tools, and a named one must be among them.
+maybe_error check_forced_tool(const completion_request& chat) {
+    if (!chat.forced_tool) {
+        return std::nullopt;
+    }
+    if (chat.tools.empty()) {
+        return bad_request("tool_choice: forcing a tool call needs tools", "tool_choice", "invalid_value");
+    }
+    if (chat.forced_tool->empty()) {
+        return std::nullopt;
+    }
+    for (const auto& t : chat.tools) {
+        if (t.at("function").at("name").get_string() == *chat.forced_tool) {
+            return std::nullopt;
+        }
+    }
+    return bad_request("tool_choice.name: '" + *chat.forced_tool + "' is not among the tools", "tool_choice.name",
+                       "invalid_value");
+}
+
 maybe_error read_tools(const json::object& o, messages_endpoint endpoint, completion_request& chat) {
     bool none = false;
-    if (auto e = read_tool_choice(o, endpoint, none, chat)) {
+    if (auto e = read_tool_choice(o, none, chat)) {
         return e;
     }
     const auto* tools = find(o, "tools");
     if (tools == nullptr) {
-        return std::nullopt;
+        return endpoint == messages_endpoint::create ? check_forced_tool(chat) : std::nullopt;
     }
     if (!tools->is_array()) {
         return wrong_type("tools", "an array", *tools);
@@ -507,11 +533,11 @@ maybe_error read_tools(const json::object& o, messages_endpoint endpoint, comple
         chat.tools = std::move(functions);
         chat.parse_tool_calls = true;
     }
-    return std::nullopt;
+    return endpoint == messages_endpoint::create ? check_forced_tool(chat) : std::nullopt;
 }
 
 /// thinking -> the template's enable_thinking (false unless enabled, as the API answers without thinking by
-/// default); budget_tokens is checked but not enforced. output_config.format would need constrained decoding.
+/// default); budget_tokens is checked but not enforced.
 maybe_error read_thinking(const json::object& o, generate_request& g) {
     bool enabled = false;
     if (const auto* t = find(o, "thinking")) {
@@ -534,14 +560,46 @@ maybe_error read_thinking(const json::object& o, generate_request& g) {
         enabled = type != "disabled";
     }
     g.template_kwargs["enable_thinking"] = enabled;
-    if (const auto* oc = find(o, "output_config")) {
-        if (!oc->is_object()) {
-            return wrong_type("output_config", "an object", *oc);
+    return std::nullopt;
+}
+
+/// output_config.format ({"type": "json_schema", "schema": {...}}, Anthropic's structured outputs): the answer's
+/// text follows the schema, enforced by the same grammar as the chat route's response_format json_schema. The
+/// rest of output_config (effort) is accepted and ignored.
+maybe_error read_output_format(const json::object& o, completion_request& chat) {
+    const auto* oc = find(o, "output_config");
+    if (oc == nullptr) {
+        return std::nullopt;
+    }
+    if (!oc->is_object()) {
+        return wrong_type("output_config", "an object", *oc);
+    }
+    const auto* format = find(oc->get_object(), "format");
+    if (format == nullptr || format->is_null()) {
+        return std::nullopt;
+    }
+    if (!format->is_object()) {
+        return wrong_type("output_config.format", "an object", *format);
+    }
+    if (block_type(format->get_object()) != "json_schema") {
+        return bad_request("output_config.format.type: must be \"json_schema\"", "output_config.format.type",
+                           "invalid_value");
+    }
+    const auto* schema = find(format->get_object(), "schema");
+    if (schema == nullptr) {
+        return missing("output_config.format.schema");
+    }
+    const json::object as_openai{
+        {"response_format",
+         {{"type", "json_schema"}, {"json_schema", {{"name", "output"}, {"schema", *schema}, {"strict", true}}}}}};
+    if (auto e = read_structured_output(as_openai, chat)) {
+        auto renamed = *e;
+        const std::string from = "response_format.json_schema.schema";
+        if (renamed.message.starts_with(from)) {
+            renamed.message = "output_config.format.schema" + renamed.message.substr(from.size());
         }
-        if (find(oc->get_object(), "format") != nullptr) {
-            return unsupported("output_config.format", "structured outputs are not supported yet: they need "
-                                                       "constrained decoding");
-        }
+        renamed.param = "output_config.format.schema";
+        return renamed;
     }
     return std::nullopt;
 }
@@ -649,6 +707,9 @@ api_result<messages_request> parse_messages_request(std::string_view body, messa
         return *e;
     }
     if (auto e = read_thinking(o, out.chat.generate)) {
+        return *e;
+    }
+    if (auto e = read_output_format(o, out.chat)) {
         return *e;
     }
     if (create) {

@@ -7,6 +7,7 @@
 #include "server/completion_handler.hpp"
 #include "server/prompt.hpp"
 #include "server/sse.hpp"
+#include "server/structured_output.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -256,6 +257,9 @@ asio::awaitable<bool> handle_messages(beast::tcp_stream& stream, const http_requ
         co_return co_await answer_error(stream, req, st, prompt.error(), req.keep_alive());
     }
     auto reading = output_reading_for(*st.loaded, parsed->chat, *prompt);
+    if (auto e = apply_tool_choice(parsed->chat, reading)) { // tool_choice any / tool: a grammar forces the call
+        co_return co_await answer_error(stream, req, st, *e, req.keep_alive());
+    }
     parsed->chat.generate.prompt_tokens = std::move(*prompt);
     message_meta meta{make_message_id(), st.model_name};
 

@@ -68,9 +68,23 @@ await assert.rejects(client.messages.create({ model, max_tokens: 5, messages: []
     assert.equal(e.error?.error?.type, 'invalid_request_error');
     return true;
 });
+// tool_choice naming a tool forces one call of it (a grammar does, over the bundled model's Hermes template).
+const zoneTools = [tools[0], {
+    name: 'get_time', description: 'The time in a zone',
+    input_schema: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'] },
+}];
+const forced = await client.messages.create({
+    model, max_tokens: 400, messages, tools: zoneTools,
+    tool_choice: { type: 'tool', name: 'get_time', disable_parallel_tool_use: true },
+});
+assert.equal(forced.stop_reason, 'tool_use', JSON.stringify(forced));
+assert.equal(forced.content.length, 1, JSON.stringify(forced));
+assert.equal(forced.content[0].type, 'tool_use');
+assert.equal(forced.content[0].name, 'get_time');
+assert.ok(['UTC', 'CET'].includes(forced.content[0].input.zone), JSON.stringify(forced.content[0].input));
 await assert.rejects(
-    client.messages.create({ model, max_tokens: 5, messages, tools, tool_choice: { type: 'any' } }),
-    (e) => e.status === 400 && /constrained decoding/.test(e.message));
+    client.messages.create({ model, max_tokens: 5, messages, tool_choice: { type: 'any' } }),
+    (e) => e.status === 400 && /needs tools/.test(e.message));
 
 // The key as a bearer token (authToken) works too; a wrong key is an AuthenticationError.
 const bearer = new Anthropic({ baseURL: baseUrl, authToken: apiKey, apiKey: null, maxRetries: 0 });

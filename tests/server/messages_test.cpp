@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -303,9 +304,14 @@ TEST(messages, bad_requests_are_anthropic_shaped_400s_naming_the_problem) {
         {R"({"model":"m","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],)" + user + "}",
          "server tools"},
         {R"({"model":"m","max_tokens":5,"tools":[{"name":"t","input_schema":{},"color":1}],)" + user + "}", "color"},
-        {R"({"model":"m","max_tokens":5,"tool_choice":{"type":"any"},)" + user + "}", "constrained decoding"},
-        {R"({"model":"m","max_tokens":5,"tool_choice":{"type":"tool","name":"t"},)" + user + "}",
-         "constrained decoding"},
+        {R"({"model":"m","max_tokens":5,"tool_choice":{"type":"any"},)" + user + "}", "needs tools"},
+        {R"({"model":"m","max_tokens":5,"tools":[{"name":"t","input_schema":{}}],)"
+         R"("tool_choice":{"type":"tool","name":"u"},)" +
+             user + "}",
+         "'u' is not among the tools"},
+        {R"({"model":"m","max_tokens":5,"tools":[{"name":"t","input_schema":{}}],"tool_choice":{"type":"tool"},)" +
+             user + "}",
+         "tool_choice.name"},
         {R"({"model":"m","max_tokens":5,"thinking":{"type":"enabled"},)" + user + "}", "budget_tokens"},
         {R"({"model":"m","max_tokens":5,"stop_sequences":"x",)" + user + "}", "stop_sequences"},
         {R"({"model":"m","max_tokens":5,)" + user, "JSON"},
@@ -399,6 +405,67 @@ TEST(messages, api_key_is_accepted_as_x_api_key_or_bearer_and_refusals_are_anthr
     const auto openai = post_json(server.port(), "/v1/chat/completions", R"({"messages":[]})");
     EXPECT_EQ(openai.status, 401);
     EXPECT_EQ(openai_error_problem(openai), "");
+}
+
+TEST(messages, tool_choice_any_and_tool_force_a_call_that_follows_the_input_schema) {
+    // The bundled model's template writes Hermes <tool_call> JSON, so a grammar can force the call.
+    server_process server;
+    const std::string tools = R"("tools":[{"name":"add","input_schema":{"type":"object","properties":{)"
+                              R"("a":{"type":"boolean"},"b":{"enum":[1,2,3]}},"required":["a","b"]}},)"
+                              R"({"name":"capital","input_schema":{"type":"object","properties":{)"
+                              R"("country":{"type":"string","maxLength":12}},"required":["country"]}}])";
+    const std::string ask = R"({"model":"m","max_tokens":400,"temperature":1,"messages":[{"role":"user",)"
+                            R"("content":"What is the capital of Peru?"}],)" +
+                            tools + ",";
+    for (const std::string choice : {R"({"type":"tool","name":"capital","disable_parallel_tool_use":true})",
+                                     R"({"type":"any","disable_parallel_tool_use":true})"}) {
+        const auto r = post_json(server.port(), "/v1/messages", ask + R"("tool_choice":)" + choice + "}");
+        ASSERT_EQ(r.status, 200) << r.body;
+        const auto message = parse_object(r);
+        EXPECT_EQ(message.at("stop_reason"), "tool_use") << r.body;
+        const auto& content = message.at("content").as_array();
+        ASSERT_EQ(content.size(), 1U) << r.body;
+        const auto& call = content[0].as_object();
+        ASSERT_EQ(call.at("type"), "tool_use") << r.body;
+        const auto& input = call.at("input").as_object();
+        if (call.at("name") == "capital") {
+            EXPECT_TRUE(input.at("country").is_string()) << r.body;
+            const auto& country = input.at("country").as_string(); // maxLength counts characters, not bytes
+            EXPECT_LE(std::count_if(country.begin(), country.end(), [](char c) { return (c & 0xC0) != 0x80; }), 12)
+                << r.body;
+        } else {
+            ASSERT_EQ(call.at("name"), "add") << r.body;
+            EXPECT_TRUE(input.at("a").is_bool() && input.at("b").is_int64()) << r.body;
+        }
+        if (choice.find("capital") != std::string::npos) {
+            EXPECT_EQ(call.at("name"), "capital");
+        }
+    }
+}
+
+TEST(messages, output_config_format_json_schema_makes_the_text_follow_the_schema) {
+    server_process server;
+    const std::string ask =
+        R"({"model":"m","max_tokens":300,"temperature":1,"messages":[{"role":"user",)"
+        R"("content":"Is Lima the capital of Peru?"}],"output_config":{"format":{"type":"json_schema",)";
+    const std::string schema =
+        R"("schema":{"type":"object","properties":{"answer":{"enum":["yes","no"]},)"
+        R"("sure":{"type":"boolean"}},"required":["answer","sure"],"additionalProperties":false})";
+    for (int i = 0; i < 2; ++i) {
+        const auto r = post_json(server.port(), "/v1/messages", ask + schema + "}}}");
+        ASSERT_EQ(r.status, 200) << r.body;
+        const auto message = parse_object(r);
+        EXPECT_EQ(message.at("stop_reason"), "end_turn") << r.body;
+        const auto doc = json::parse(text_of(message)).as_object();
+        EXPECT_TRUE(doc.at("answer") == "yes" || doc.at("answer") == "no") << r.body;
+        EXPECT_TRUE(doc.at("sure").is_bool()) << r.body;
+        EXPECT_EQ(doc.size(), 2U) << r.body;
+    }
+    const auto bad = post_json(server.port(), "/v1/messages", ask + R"("schema":{"type":"string","pattern":"^a"}}}})");
+    EXPECT_EQ(bad.status, 400) << bad.body;
+    EXPECT_EQ(anthropic_error_problem(bad, "invalid_request_error"), "");
+    EXPECT_NE(bad.body.find("output_config.format.schema"), std::string::npos) << bad.body;
+    EXPECT_NE(bad.body.find("pattern"), std::string::npos) << bad.body;
 }
 
 } // namespace
