@@ -31,7 +31,9 @@ struct messages_request {
 /// Parses `body` (JSON text) for `endpoint`; `random_seed` seeds the sampler (the API has no seed). Errors (400,
 /// naming the field): invalid JSON, unknown top-level fields other than those Claude Code sends beyond the
 /// documented schema (accepted and ignored), wrong types or ranges, images and documents (no vision), server
-/// tools, and tool_choice "any" or "tool" on /v1/messages (forcing a call needs constrained decoding).
+/// tools, a forced tool_choice ("any" / "tool") without tools or naming one not among them, and an
+/// output_config.format schema the schema compiler refuses. A forced call is enforced by the handler
+/// (apply_tool_choice), once the template's call format is known.
 api_result<messages_request> parse_messages_request(std::string_view body, messages_endpoint endpoint,
                                                     std::uint64_t random_seed);
 
