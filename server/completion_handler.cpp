@@ -6,6 +6,7 @@
 #include "server/openai_response.hpp"
 #include "server/prompt.hpp"
 #include "server/sse.hpp"
+#include "server/stream_step.hpp"
 #include "server/structured_output.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -136,13 +137,6 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
     co_return co_await write_response(stream, std::move(res), st.options.timeout);
 }
 
-/// out.send as one side of a parallel group. Its coroutine is a new one, which by default throws when it starts
-/// an operation after a cancellation (the client left): it must answer false instead, as the send itself does.
-asio::awaitable<bool> send_in_parallel(sse_writer& out, std::string_view event) {
-    co_await asio::this_coro::throw_if_cancelled(false);
-    co_return co_await out.send(event);
-}
-
 /// The SSE events of `d` for choice `index`, concatenated (empty when it carries nothing).
 std::string delta_events(const response_meta& meta, std::size_t index, const choice_delta& d) {
     std::string events;
@@ -158,21 +152,13 @@ std::string delta_events(const response_meta& meta, std::size_t index, const cho
 /// flight, which stops the compute. False when the stream must end (error, failed write, cancellation).
 asio::awaitable<bool> stream_choice(sse_writer& out, token_stream& tokens, choice_output& output,
                                     const response_meta& meta, std::size_t index, token_clock& clock) {
-    using namespace asio::experimental::awaitable_operators;
     if (meta.kind == completion_kind::chat) {
         const std::string role = sse_event(role_chunk(meta, index)); // OpenAI's first delta: the role
         co_await out.send(role);
     }
     std::string pending; // the previous token's events, written while the next token is computed
     while (out.ok()) {
-        result<std::optional<token_event>> ev = std::optional<token_event>{};
-        if (pending.empty()) {
-            ev = co_await tokens.next();
-        } else {
-            auto both = co_await (tokens.next() && send_in_parallel(out, pending));
-            ev = std::move(std::get<0>(both));
-            pending.clear();
-        }
+        auto ev = co_await next_while_sending(out, tokens, pending);
         if (!ev) {
             log_generation(meta, "error", tokens.summary());
             const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};

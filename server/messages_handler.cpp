@@ -7,6 +7,7 @@
 #include "server/completion_handler.hpp"
 #include "server/prompt.hpp"
 #include "server/sse.hpp"
+#include "server/stream_step.hpp"
 #include "server/structured_output.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -120,29 +121,15 @@ asio::awaitable<bool> answer_whole(beast::tcp_stream& stream, const http_request
     co_return co_await answer_json(stream, req, st, body);
 }
 
-/// out.send as one side of a parallel group, answering false instead of throwing after a cancellation.
-asio::awaitable<bool> send_in_parallel(sse_writer& out, std::string_view events) {
-    co_await asio::this_coro::throw_if_cancelled(false);
-    co_return co_await out.send(events);
-}
-
 /// Streams message_start (once the prompt is in: its usage is known then), ping and the content blocks' events;
 /// each token's events are written while the next token is computed. False when the stream must end (error,
 /// failed write).
 asio::awaitable<bool> stream_blocks(sse_writer& out, token_stream& tokens, choice_output& output,
                                     message_blocks& blocks, const message_meta& meta, token_clock& clock) {
-    using namespace asio::experimental::awaitable_operators;
     std::string pending;
     bool started = false;
     while (out.ok()) {
-        result<std::optional<token_event>> ev = std::optional<token_event>{};
-        if (pending.empty()) {
-            ev = co_await tokens.next();
-        } else {
-            auto both = co_await (tokens.next() && send_in_parallel(out, pending));
-            ev = std::move(std::get<0>(both));
-            pending.clear();
-        }
+        auto ev = co_await next_while_sending(out, tokens, pending);
         if (!ev) {
             log_generation(meta, "error", tokens.summary());
             const api_error e{http::status::internal_server_error, ev.error().message, "server_error"};
