@@ -187,9 +187,11 @@ api_result<json::object> read_message(const json::value& v, std::size_t index) {
         return wrong_type(where, "an object", v);
     }
     const auto& in = v.get_object();
-    static constexpr std::array<std::string_view, 8> keys{"role",         "content",           "name",
-                                                          "tool_calls",   "tool_call_id",      "reasoning_content",
-                                                          "refusal",      "annotations"};
+    // refusal, annotations and parsed are fields of a returned message (parsed is added by the openai SDK's parse()
+    // helper): a client that appends the message it got to its history sends them back; they are ignored.
+    static constexpr std::array<std::string_view, 9> keys{"role",         "content",      "name",
+                                                          "tool_calls",   "tool_call_id", "reasoning_content",
+                                                          "refusal",      "annotations",  "parsed"};
     if (auto e = reject_unknown(in, keys, where + ".")) {
         return *e;
     }

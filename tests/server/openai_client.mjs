@@ -1,6 +1,7 @@
 // Drives a running `sluice serve` with the official `openai` npm package: chat (streamed and not),
 // completions, an API error, an abort mid-stream, and structured output through its parse() helper (a json_schema
-// answer and a forced strict tool call); then checks /health. Exits non-zero on any failure.
+// answer and a forced strict tool call, whose message then goes back with the tool's result); then checks
+// /health. Exits non-zero on any failure.
 // Usage: node openai_client.mjs PACKAGE_DIR BASE_URL API_KEY
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
@@ -131,6 +132,17 @@ assert.equal(forced.choices[0].finish_reason, 'tool_calls');
 const call = forced.choices[0].message.tool_calls[0];
 assert.equal(call.function.name, 'reply');
 assert.ok(['low', 'high'].includes(call.function.parsed_arguments.confidence));
+
+// The loop an agent runs: the returned message (with the SDK's parsed fields) goes back into the history with the
+// tool's result, and the model answers; the history renders and the answer is an ordinary message.
+const loop = await client.chat.completions.create({
+    model, max_tokens: 8, temperature: 0,
+    tools: [{ type: 'function', function: { name: 'reply', strict: true, parameters: schema } }],
+    messages: [...messages, forced.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'noted' }],
+});
+assert.equal(loop.choices[0].message.role, 'assistant');
+assert.ok(['stop', 'length', 'tool_calls'].includes(loop.choices[0].finish_reason), loop.choices[0].finish_reason);
+assert.ok(loop.usage.prompt_tokens > forced.usage.prompt_tokens, 'the call and its result are in the prompt');
 
 const health = await fetch(`${baseUrl}/health`);
 assert.equal(health.status, 200);
