@@ -248,7 +248,15 @@ int run_server(const server_options& options) {
             shutdown(options.shutdown_grace);
         }
     });
-    asio::co_spawn(ioc, accept_loop(acceptor, st, connections), [](const std::exception_ptr&) {});
+    asio::co_spawn(ioc, accept_loop(acceptor, st, connections), [](const std::exception_ptr& e) {
+        if (e) { // never expected: the loop's own operations report errors as values; a silent end would hide it
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                std::fprintf(stderr, "sluice serve: stopped accepting connections: %s\n", ex.what());
+            }
+        }
+    });
     asio::co_spawn(ioc, load_model(st), [&](const std::exception_ptr& e, bool ok) {
         loading = false;
         if (e || !ok) {
