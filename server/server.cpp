@@ -254,6 +254,8 @@ int run_server(const server_options& options) {
                 std::rethrow_exception(e);
             } catch (const std::exception& ex) {
                 std::fprintf(stderr, "sluice serve: stopped accepting connections: %s\n", ex.what());
+            } catch (...) {
+                std::fprintf(stderr, "sluice serve: stopped accepting connections\n");
             }
         }
     });
