@@ -222,9 +222,12 @@ TEST(streaming, cancel_during_an_expert_read_ends_cleanly_and_the_next_turn_is_e
     const auto m = load_streaming(path, 4, 16);
     // A cancel only interrupts a wait in flight when it is emitted, so the delay after the first token sweeps
     // through a step's length; a trial whose cancel landed inside the step leaves the context at the prompt's end
-    // (the interrupted token was not kept), one that landed between steps leaves it one token further.
+    // (the interrupted token was not kept), one that landed between steps leaves it one token further. How much
+    // of a step is spent waiting for reads depends on the host, so the sweep is repeated three times, each pass
+    // shifted by a third of its spacing, until four trials were interrupted (one pass was not always enough on a
+    // loaded 2-vCPU host).
     std::uint32_t interrupted = 0;
-    for (std::uint32_t trial = 0; trial < 40 && interrupted < 4; ++trial) {
+    for (std::uint32_t trial = 0; trial < 120 && interrupted < 4; ++trial) {
         session s(m);
         const auto prompt = random_tokens(12, 40 + trial % 4);
         boost::asio::io_context io;
@@ -250,7 +253,7 @@ TEST(streaming, cancel_during_an_expert_read_ends_cleanly_and_the_next_turn_is_e
                     break;
                 }
                 if ((*ev)->token >= 0 && stream.tokens().size() == 1) {
-                    timer.expires_after(std::chrono::microseconds(150 * trial));
+                    timer.expires_after(std::chrono::microseconds(150 * (trial % 40) + 50 * (trial / 40)));
                     timer.async_wait([&](auto) { signal.emit(boost::asio::cancellation_type::terminal); });
                 }
             }
