@@ -183,7 +183,8 @@ std::optional<api_error> apply_tool_choice(completion_request& request, const ou
         return std::nullopt;
     }
     if (!request.generate.grammar.empty()) {
-        return bad_request("tool_choice forcing a call cannot be combined with grammar or a JSON response_format",
+        return bad_request("tool_choice forcing a call cannot be combined with a grammar or a JSON output format "
+                           "(grammar, response_format, output_config.format)",
                            "tool_choice", "invalid_value");
     }
     if (reading.syntax.tools != chat::tool_format::hermes) {

@@ -47,6 +47,8 @@ private:
     bool parse_repetition(sequence& item);
     bool parse_bounds(bool& found, std::uint32_t& lo, std::optional<std::uint32_t>& hi);
     std::optional<std::uint32_t> parse_code_point(bool in_class);
+    /// `v`, or a failure when it is a surrogate (no UTF-8 text holds one).
+    std::optional<std::uint32_t> scalar_value(std::uint32_t v);
     std::optional<sequence> parse_literal();
     std::optional<element> parse_class();
     std::optional<std::uint32_t> parse_count();
@@ -212,7 +214,7 @@ std::optional<std::uint32_t> gbnf_parser::parse_code_point(bool in_class) {
             fail("code point past U+10FFFF");
             return std::nullopt;
         }
-        return v;
+        return scalar_value(v);
     }
     // A UTF-8 sequence.
     const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
@@ -230,6 +232,15 @@ std::optional<std::uint32_t> gbnf_parser::parse_code_point(bool in_class) {
         v = (v << 6) | (b & 0x3FU);
     }
     p_ += static_cast<std::size_t>(len);
+    return scalar_value(v);
+}
+
+std::optional<std::uint32_t> gbnf_parser::scalar_value(std::uint32_t v) {
+    // UTF-8 cannot encode U+D800..U+DFFF: a grammar asking for one could only ever match nothing.
+    if (v >= 0xD800 && v <= 0xDFFF) {
+        fail("U+D800 to U+DFFF are UTF-16 surrogates, not characters");
+        return std::nullopt;
+    }
     return v;
 }
 

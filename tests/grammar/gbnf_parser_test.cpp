@@ -84,6 +84,14 @@ TEST(gbnf_parser, errors_name_line_and_column) {
     expect_error("root ::= [z-a]", "out of order");
 }
 
+TEST(gbnf_parser, surrogate_code_points_are_refused_since_no_text_holds_one) {
+    expect_error("root ::= \"\\uD800\"", "surrogates");
+    expect_error("root ::= [\\uD800-\\uDFFF]", "surrogates");
+    expect_error("root ::= \"\xed\xa0\x80\"", "surrogates"); // U+D800 written as (invalid) UTF-8
+    // A range around them still parses: the matcher leaves the surrogates out.
+    EXPECT_TRUE(sluice::grammar::parse_gbnf("root ::= [\\u0000-\\uFFFF]"));
+}
+
 TEST(gbnf_parser, refuses_undefined_rules_missing_root_and_duplicates) {
     expect_error("root ::= thing\n", "line 1, column 10: undefined rule 'thing'");
     expect_error("start ::= \"a\"\n", "no rule named 'root'");
