@@ -21,7 +21,9 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -485,7 +487,15 @@ void add_inspect_command(CLI::App& app) {
                     "--plan: the model's decode tokens/s with its experts in memory (sluice bench with a budget that "
                     "holds it, or a file of the same geometry and types); adds tokens_per_s_estimate = 1 / (1 / "
                     "compute + disk seconds per token)")
-        ->check(CLI::PositiveNumber)
+        ->check(
+            [](const std::string& text) {
+                char* end = nullptr;
+                const double v = std::strtod(text.c_str(), &end);
+                return end != text.c_str() && *end == '\0' && std::isfinite(v) && v > 0
+                           ? std::string()
+                           : "must be a positive number of tokens/s, got " + text;
+            },
+            "TOKENS_PER_S")
         ->needs(plan);
     cmd->add_flag("--no-prefetch", opts->memory.no_prefetch,
                   "--routing: read only the chosen experts, not the recording's next-layer predictions ahead")

@@ -50,7 +50,7 @@ result<memory_settings> check_memory_flags(const memory_flags& flags) {
         }
         s.budget = *bytes;
     }
-    if (std::isnan(flags.disk_gbps) || flags.disk_gbps < 0) {
+    if (!std::isfinite(flags.disk_gbps) || flags.disk_gbps < 0) {
         return make_error(std::errc::invalid_argument, "--disk-bandwidth must be a positive number of GB/s");
     }
     s.disk_bandwidth = flags.disk_gbps * 1e9;

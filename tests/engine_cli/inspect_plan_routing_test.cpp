@@ -111,7 +111,11 @@ TEST(sluice_inspect_plan_routing, a_compute_speed_adds_an_estimate_below_both_li
         const double disk_s = static_cast<double>(u64(*part, "read_bytes_per_token")) / 1e9;
         EXPECT_NEAR(estimate, 1.0 / (1.0 / 50.0 + disk_s), 1e-9);
     }
-    EXPECT_NE(inspect_plan("--compute-tokens-per-s -3").status, 0);
+    for (const char* bad : {"-3", "0", "nan", "inf", "fast"}) {
+        const auto r = inspect_plan(std::string("--compute-tokens-per-s ") + bad);
+        EXPECT_NE(r.status, 0) << bad;
+        EXPECT_NE(r.err.find("must be a positive number of tokens/s"), std::string::npos) << bad << ": " << r.err;
+    }
 }
 
 TEST(sluice_inspect_plan_routing, a_bigger_lru_cache_never_hits_less) {
