@@ -227,12 +227,7 @@ std::int32_t sampler::sample(std::span<const float> logits) {
 
 sampled_token sampler::sample_detailed(std::span<const float> logits, std::size_t n_top,
                                        std::vector<token_logprob>& top) {
-    sampled_token out;
-    out.token = choose(logits, out.probability);
-    const raw_log_softmax lsm(logits);
-    out.logprob = lsm(logits[static_cast<std::size_t>(out.token)]);
-    fill_top(logits, lsm, n_top, top);
-    return out;
+    return sample_detailed(logits, logits, n_top, top); // nothing masked: draw from the raw logits
 }
 
 sampled_token sampler::sample_detailed(std::span<const float> masked, std::span<const float> raw,
