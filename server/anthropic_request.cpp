@@ -1,14 +1,11 @@
 // Messages API request bodies to the chat route's request: field checks, content blocks to OpenAI-form
 // messages, tools to functions.
 #include "server/anthropic_request.hpp"
-#include "server/json_kind.hpp"
+#include "server/json_body.hpp"
 #include "server/structured_output.hpp"
 
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
-
-#include <boost/json/parse.hpp>
-#include <boost/json/parse_options.hpp>
 
 #include <algorithm>
 #include <array>
@@ -50,23 +47,6 @@ api_error missing(const std::string& field) {
 
 api_error unsupported(const std::string& field, const std::string& why) {
     return bad_request(field + ": " + why, field, "unsupported_value");
-}
-
-/// `body` as a JSON object (nesting bounded as on the chat route). Parsed here rather than through the chat
-/// route's parser, so that this file builds (and fuzzes) with nothing of the OpenAI request code but its types.
-api_result<json::object> parse_body(std::string_view body) {
-    json::parse_options opts;
-    opts.max_depth = 64;
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec, json::storage_ptr(), opts);
-    if (ec) {
-        return bad_request("invalid JSON body: " + ec.message(), std::nullopt, "invalid_json");
-    }
-    if (!v.is_object()) {
-        return bad_request("the request body must be a JSON object, got " + std::string(json_kind_name(v)),
-                           std::nullopt, "invalid_json");
-    }
-    return std::move(v.as_object());
 }
 
 /// The field's value, or nullptr when absent or null.
@@ -683,7 +663,7 @@ maybe_error read_envelope(const json::object& o, messages_endpoint endpoint, mes
 
 api_result<messages_request> parse_messages_request(std::string_view body, messages_endpoint endpoint,
                                                     std::uint64_t random_seed) {
-    auto parsed = parse_body(body);
+    auto parsed = parse_json_object(body);
     if (!parsed) {
         return parsed.error();
     }

@@ -5,7 +5,7 @@
 
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
-#include "server/json_kind.hpp"
+#include "server/json_body.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/parse_options.hpp>
@@ -620,21 +620,6 @@ constexpr std::array<std::string_view, 23> completion_keys{"ignore_eos",
                                                            "best_of"};
 
 } // namespace
-
-api_result<json::object> parse_json_object(std::string_view body) {
-    json::parse_options opts;
-    opts.max_depth = 64;
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec, json::storage_ptr(), opts);
-    if (ec) {
-        return bad_request("invalid JSON body: " + ec.message(), std::nullopt, "invalid_json");
-    }
-    if (!v.is_object()) {
-        return bad_request("the request body must be a JSON object, got " + std::string(json_kind_name(v)),
-                           std::nullopt, "invalid_json");
-    }
-    return std::move(v.as_object());
-}
 
 api_result<completion_request> parse_completion_request(std::string_view body, completion_kind kind,
                                                         std::uint64_t random_seed) {

@@ -4,6 +4,7 @@
 
 #include "runtime/engine/session.hpp"
 #include "server/api_error.hpp"
+#include "server/json_body.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
@@ -44,8 +45,5 @@ struct completion_request {
 /// types, values out of range (including the engine's validate() and validate_stops()).
 api_result<completion_request> parse_completion_request(std::string_view body, completion_kind kind,
                                                         std::uint64_t random_seed);
-
-/// Parses `body` as a JSON object (shared by every POST endpoint). Errors name the parser's complaint.
-api_result<boost::json::object> parse_json_object(std::string_view body);
 
 } // namespace sluice::server
