@@ -17,7 +17,7 @@ struct server_options {
     std::string model;                         ///< GGUF file (any part of a split model)
     std::string host = "127.0.0.1";            ///< address to bind
     std::uint16_t port = 8080;                 ///< 0: let the kernel choose (printed on stderr)
-    std::size_t parallel = 1;                  ///< generations running at once, one session each
+    std::size_t parallel = 4;                  ///< generations running at once, one session each, batched per step
     std::size_t queue = 16;                    ///< requests waiting for a slot before 503
     std::uint32_t ctx = 0;                     ///< context of each session; 0: the model's default
     std::size_t threads = 0;                   ///< compute threads; 0: one per hardware thread

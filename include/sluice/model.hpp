@@ -43,6 +43,8 @@ class token_trie;
 
 namespace sluice {
 
+class batch_engine;
+
 /// A model in memory. Created by `load`; immutable afterwards except for its compute pool and expert cache, so
 /// any number of sessions on one io_context may share it (see session). Not copyable; hold it by shared_ptr.
 class model {
@@ -99,6 +101,9 @@ public:
     result<void> set_routing(const std::string& record_to, const std::string& replay_from);
     /// The routing recorded or replayed (set_routing); nullptr when neither.
     [[nodiscard]] experts::routing_log* routing() noexcept;
+    /// The batch engine every session on this model runs its forward passes through (created on first use, and
+    /// again after set_routing): one step per forward pass for all sequences that wait.
+    [[nodiscard]] std::shared_ptr<batch_engine> batch();
 
 private:
     struct state;

@@ -2,14 +2,16 @@
 // budget buys, the disk traffic that implies, and a short random-read probe of the disk.
 //
 // compute_bytes (forward-pass buffers and fixed overhead) is an estimate that errs high:
-//   per sequence (one forward_runner each, see forward_scratch), with k = max(n_expert_used, 1):
+//   once per model (the batch engine's forward_runner, whose steps hold every sequence's tokens; see
+//   forward_scratch), with k = max(n_expert_used, 1):
 //     floats: x, xn, tmp [n_batch][n_embd]; q, k, v [n_batch][q_dim | kv_dim | v_dim];
 //             attn [n_batch][n_head * head_dim_v]; gate, up [n_batch * k][max(n_ff, n_ff_exp)];
 //             moe_out [n_batch * k][n_embd]; router [n_batch][n_expert]; weights, ids, selections 4 x [n_batch * k];
 //             shared-expert hidden 2 x [n_batch][n_ff_shexp];
 //     prepared activations: 4 rows of n_embd, k rows of the widest hidden size, 1 row of n_ff_shexp, per token,
 //             at the widest prepared row of any weight type in the file (never below F32);
-//     n_vocab x 24 bytes: the logits and the sampler's candidates, scratch and penalty tables;
+//   per sequence, n_vocab x 28 bytes: the logits and the sampler's candidates, scratch and penalty tables, and the
+//     step's row of gathered logits;
 //   per compute thread: the attention's score and value rows, (n_ctx + head_dim_v) floats;
 //   MLA (deepseek2): its query, latent, per-head query, decompressed key/value and output rows per token, and per
 //             thread the kernels' latent rows of a batch, one head's decompression matrices and the scores of every
@@ -167,9 +169,10 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
     std::uint64_t act = 4 * widest_prepared_row(files, hp.n_embd) * b;
     act += widest_prepared_row(files, hidden) * b * k;
     act += widest_prepared_row(files, hp.n_ff_shexp) * b;
-    const std::uint64_t per_seq = floats * sizeof(float) + act + std::uint64_t{hp.n_vocab} * vocab_bytes_per_sequence;
+    const std::uint64_t scratch = floats * sizeof(float) + act;
+    const std::uint64_t per_seq = std::uint64_t{hp.n_vocab} * (vocab_bytes_per_sequence + sizeof(float));
     const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float) + mla_thread;
-    return per_seq * in.n_seq + per_thread * std::max<std::size_t>(in.n_threads, 1) + fixed_overhead +
+    return scratch + per_seq * in.n_seq + per_thread * std::max<std::size_t>(in.n_threads, 1) + fixed_overhead +
            std::uint64_t{hp.n_vocab} * tokenizer_bytes_per_token;
 }
 

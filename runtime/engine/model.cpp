@@ -1,6 +1,7 @@
 // Loading a model: headers, architecture and hyperparameters, tokenizer, chat template, then the weights.
 #include "runtime/engine/model.hpp"
 
+#include "runtime/engine/batch_engine.hpp"
 #include "runtime/experts/expert_cache.hpp"
 #include "runtime/experts/routing_log.hpp"
 #include "runtime/grammar/token_mask.hpp"
@@ -30,6 +31,8 @@ struct model::state {
     std::unique_ptr<experts::expert_source> experts;
     const experts::expert_cache* cache = nullptr; ///< `experts` when it is a cache
     std::unique_ptr<experts::routing_log> routing;
+    std::mutex engine_mu;
+    std::shared_ptr<batch_engine> engine; ///< made by the first session (batch())
     mutable std::once_flag trie_once;
     mutable std::shared_ptr<const grammar::token_trie> trie; ///< built by the first constrained generation
 };
@@ -80,8 +83,22 @@ const models::model_weights& model::weights() const noexcept { return state_->we
 experts::expert_source& model::experts() noexcept { return *state_->experts; }
 experts::routing_log* model::routing() noexcept { return state_->routing.get(); }
 
+std::shared_ptr<batch_engine> model::batch() {
+    auto* m = state_.get();
+    const std::lock_guard lock(m->engine_mu);
+    if (!m->engine) {
+        m->engine = std::make_shared<batch_engine>(*m->arch, m->hp, m->weights, *m->pool, *m->experts,
+                                                   std::max(1u, m->options.n_batch), m->routing.get());
+    }
+    return m->engine;
+}
+
 result<void> model::set_routing(const std::string& record_to, const std::string& replay_from) {
     auto* m = state_.get();
+    {
+        const std::lock_guard lock(m->engine_mu);
+        m->engine.reset(); // sessions created from now on record or replay through a new engine
+    }
     if (record_to.empty() && replay_from.empty()) {
         m->routing.reset();
         return {};

@@ -2,6 +2,7 @@
 #include "runtime/engine/session.hpp"
 
 #include "runtime/chat/content_guard.hpp"
+#include "runtime/engine/batch_engine.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
 #include "runtime/grammar/token_mask.hpp"
@@ -55,14 +56,12 @@ struct session::state {
                  model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32
                                                                  : kernels::quant_type::f16,
                  model_->options().n_batch),
-          runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
-                  model_->options().n_batch) {
-        runner_.set_routing(model_->routing());
-    }
+          engine_(model_->batch()), runner_(*engine_) {}
 
     std::shared_ptr<model> model_;
     models::kv_cache cache_;
-    models::forward_runner runner_;
+    std::shared_ptr<batch_engine> engine_; ///< the model's: every session's forward passes share its steps
+    batch_engine& runner_;
     std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
 
     /// The recurrent states at one position of the history.

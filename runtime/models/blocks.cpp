@@ -20,7 +20,7 @@ using runtime::team_barrier;
 
 namespace {
 
-// Bias, q/k norms and RoPE of token i, then its key and value into the cache as F16.
+// Bias, q/k norms and RoPE of row i, then its key and value into its sequence's cache.
 void finish_qkv(const layer_context& ctx, const layer_weights& l, std::uint32_t il, std::size_t i) {
     const auto& hp = ctx.hparams();
     auto& s = ctx.scratch();
@@ -49,10 +49,11 @@ void finish_qkv(const layer_context& ctx, const layer_weights& l, std::uint32_t 
         kernels::rms_norm(q, l.q_norm.f32(), q, hp.q_dim(), hp.rms_eps);
         kernels::rms_norm(k, l.k_norm.f32(), k, hp.kv_dim(), hp.rms_eps);
     }
-    const std::int64_t pos = ctx.first_pos + static_cast<std::int64_t>(i);
+    const auto& seg = ctx.segment_of(i);
+    const std::int64_t pos = seg.first_pos + static_cast<std::int64_t>(i - seg.row);
     kernels::rope(q, hp.n_head, hp.head_dim, hp.head_dim, pos, hp.rope);
     kernels::rope(k, hp.n_head_kv, hp.head_dim, hp.head_dim, pos, hp.rope);
-    auto& cache = ctx.cache();
+    auto& cache = *seg.cache;
     kernels::quantize_row(cache.type(), k, cache.key_row(il, static_cast<std::size_t>(pos)), hp.kv_dim());
     kernels::quantize_row(cache.type(), v, cache.value_row(il, static_cast<std::size_t>(pos)), hp.v_dim());
 }
@@ -69,6 +70,35 @@ void add_rows(float* x, const float* d, std::size_t n, slice r) {
     }
 }
 
+// Causal attention of one sequence's rows against its cache, for query heads `heads`.
+void attend_segment(const layer_context& ctx, const layer_weights& l, std::uint32_t il, const batch_segment& seg,
+                    slice heads) {
+    const auto& hp = ctx.hparams();
+    auto& s = ctx.scratch();
+    auto& cache = *seg.cache;
+    kernels::attention_shape shape;
+    shape.n_tokens = seg.n_tokens;
+    shape.n_heads = hp.n_head;
+    shape.n_kv_heads = hp.n_head_kv;
+    shape.head_dim = hp.head_dim;
+    shape.kv_len = std::size_t{seg.first_pos} + seg.n_tokens;
+    shape.q_token_stride = hp.q_dim();
+    shape.kv_token_stride = hp.kv_dim();
+    shape.kv_head_stride = hp.head_dim;
+    shape.first_pos = seg.first_pos;
+    shape.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    // A windowed layer sees its window, from a ring of window + batch rows when the context is longer (kv_cache);
+    // sinks join the softmax.
+    if (const std::uint32_t window = cache.spec(il).window; window != 0) {
+        shape.window = window;
+        shape.kv_rows = cache.rows(il) < cache.capacity() ? cache.rows(il) : 0;
+    }
+    shape.sinks = l.sinks ? l.sinks.f32() : nullptr;
+    kernels::attention(shape, cache.type(), s.q.data() + std::size_t{seg.row} * hp.q_dim(), cache.keys(il),
+                       cache.values(il), s.attn.data() + std::size_t{seg.row} * hp.q_dim(),
+                       heads.begin, heads.end);
+}
+
 } // namespace
 
 void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m) {
@@ -80,24 +110,6 @@ void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     const std::size_t t = m.index, n = m.count;
     const auto in_qkv = plan_input(s.block_in, {l.wq.type, l.wk.type, l.wv.type}, n_embd, n_tok);
     const auto in_o = plan_input(s.wide_in, {l.wo.type}, std::size_t{hp.n_head} * hp.head_dim_v, n_tok);
-    kernels::attention_shape shape;
-    shape.n_tokens = n_tok;
-    shape.n_heads = hp.n_head;
-    shape.n_kv_heads = hp.n_head_kv;
-    shape.head_dim = hp.head_dim;
-    shape.kv_len = ctx.first_pos + n_tok;
-    shape.q_token_stride = hp.q_dim();
-    shape.kv_token_stride = hp.kv_dim();
-    shape.kv_head_stride = hp.head_dim;
-    shape.first_pos = ctx.first_pos;
-    shape.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-    // A windowed layer sees its window, from a ring of window + batch rows when the context is longer (kv_cache);
-    // sinks join the softmax.
-    if (const std::uint32_t window = ctx.cache().spec(il).window; window != 0) {
-        shape.window = window;
-        shape.kv_rows = ctx.cache().rows(il) < ctx.cache().capacity() ? ctx.cache().rows(il) : 0;
-    }
-    shape.sinks = l.sinks ? l.sinks.f32() : nullptr;
     const slice tok(n_tok, t, n);
     norm_rows(s.x.data(), l.attn_norm, s.xn.data(), n_embd, hp.rms_eps, tok);
     prepare_rows(in_qkv, s.xn.data(), tok);
@@ -112,8 +124,9 @@ void attention_block(layer_context& ctx, std::uint32_t il, const team_member& m)
     m.sync();
     const slice heads(hp.n_head, t, n);
     if (heads.size()) {
-        kernels::attention(shape, ctx.cache().type(), s.q.data(), ctx.cache().keys(il), ctx.cache().values(il),
-                           s.attn.data(), heads.begin, heads.end);
+        for (const auto& seg : ctx.segments) {
+            attend_segment(ctx, l, il, seg, heads);
+        }
     }
     m.sync();
     prepare_rows(in_o, s.attn.data(), tok);

@@ -47,6 +47,7 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         pred_ids.resize(b * top_k);
         pred_weights.resize(b * top_k);
         pred_unique.reserve(hp.n_expert);
+        pred_votes.reserve(hp.n_expert);
     }
     if (hp.shared_expert) {
         sh_gate.resize(b * hp.n_ff_shexp);
@@ -131,39 +132,53 @@ void forward_runner::set_routing(experts::routing_log* log) {
     }
 }
 
-boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, std::span<const std::int32_t> tokens,
-                                                             logits_mode mode, std::vector<float>& logits) {
+result<void> forward_runner::check(const kv_cache& cache, std::span<const std::int32_t> tokens) const {
     const auto& hp = *hp_;
     for (const auto id : tokens) {
         if (id < 0 || static_cast<std::uint32_t>(id) >= hp.n_vocab) {
-            co_return make_error(std::errc::invalid_argument, "token id " + std::to_string(id) +
-                                                                  " is outside the vocabulary of " +
-                                                                  std::to_string(hp.n_vocab));
+            return make_error(std::errc::invalid_argument, "token id " + std::to_string(id) +
+                                                               " is outside the vocabulary of " +
+                                                               std::to_string(hp.n_vocab));
         }
     }
     if (tokens.empty()) {
-        co_return make_error(std::errc::invalid_argument, "forward pass of zero tokens");
+        return make_error(std::errc::invalid_argument, "forward pass of zero tokens");
     }
     if (std::size_t{cache.size()} + tokens.size() > cache.capacity()) {
-        co_return make_error(std::errc::no_buffer_space,
-                             "context full: " + std::to_string(cache.size()) + " + " + std::to_string(tokens.size()) +
-                                 " tokens exceed the context of " + std::to_string(cache.capacity()));
+        return make_error(std::errc::no_buffer_space,
+                          "context full: " + std::to_string(cache.size()) + " + " + std::to_string(tokens.size()) +
+                              " tokens exceed the context of " + std::to_string(cache.capacity()));
+    }
+    return {};
+}
+
+namespace {
+
+// Hands back whatever the batches hold and detaches on every way out, error or not.
+struct detach_guard {
+    experts::expert_source* source;
+    forward_scratch* s;
+    ~detach_guard() {
+        source->release_all(s->moe.fetch);
+        source->release_all(s->moe.prediction);
+        source->detach();
+    }
+};
+
+} // namespace
+
+boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, std::span<const std::int32_t> tokens,
+                                                             logits_mode mode, std::vector<float>& logits) {
+    const auto& hp = *hp_;
+    if (auto ok = check(cache, tokens); !ok) {
+        co_return ok;
     }
     logits.resize((mode == logits_mode::all ? tokens.size() : 1) * std::size_t{hp.n_vocab});
     const auto executor = co_await boost::asio::this_coro::executor;
     scratch_.moe.fetch.bind(executor);
     scratch_.moe.prediction.bind(executor);
     experts_->attach(executor);
-    // Hands back whatever the batches hold and detaches on every way out, error or not.
-    struct detach_guard {
-        experts::expert_source* source;
-        forward_scratch* s;
-        ~detach_guard() {
-            source->release_all(s->moe.fetch);
-            source->release_all(s->moe.prediction);
-            source->detach();
-        }
-    } guard{experts_, &scratch_};
+    const detach_guard guard{experts_, &scratch_};
     // A windowed layer's ring takes at most cache.max_append() new positions per batch.
     const std::size_t batch = std::min<std::size_t>(scratch_.max_batch, std::max<std::uint32_t>(cache.max_append(), 1));
     for (std::size_t done = 0; done < tokens.size();) {
@@ -174,7 +189,8 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
         } else if (done + n == tokens.size()) {
             req = {n - 1, 1, logits.data()};
         }
-        if (auto r = co_await run_batch(cache, tokens.subspan(done, n), req); !r) {
+        const batch_segment seg{&cache, cache.size(), 0, n};
+        if (auto r = co_await run_batch(tokens.subspan(done, n), std::span(&seg, 1), std::span(&req, 1), 0); !r) {
             co_return r;
         }
         done += n;
@@ -182,17 +198,60 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
     co_return result<void>{};
 }
 
-boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, std::span<const std::int32_t> tokens,
-                                                               logits_request logits) {
+boost::asio::awaitable<result<void>> forward_runner::forward_step(std::span<const sequence_step> steps,
+                                                                  std::uint32_t prediction_limit) {
+    step_tokens_.clear();
+    step_segments_.clear();
+    step_logits_.clear();
+    for (const auto& st : steps) {
+        if (auto ok = check(*st.cache, st.tokens); !ok) {
+            co_return ok;
+        }
+        if (st.tokens.size() > std::max<std::uint32_t>(st.cache->max_append(), 1)) {
+            co_return make_error(std::errc::invalid_argument, "a sequence's step exceeds its cache's batch");
+        }
+        const auto row = static_cast<std::uint32_t>(step_tokens_.size());
+        step_segments_.push_back({st.cache, st.cache->size(), row, static_cast<std::uint32_t>(st.tokens.size())});
+        step_tokens_.insert(step_tokens_.end(), st.tokens.begin(), st.tokens.end());
+        step_logits_.push_back({row + st.logits_first, st.logits_count, st.logits});
+    }
+    if (step_tokens_.empty() || step_tokens_.size() > scratch_.max_batch) {
+        co_return make_error(std::errc::invalid_argument, "a step of " + std::to_string(step_tokens_.size()) +
+                                                              " tokens; the batch holds 1 to " +
+                                                              std::to_string(scratch_.max_batch));
+    }
+    const auto executor = co_await boost::asio::this_coro::executor;
+    scratch_.moe.fetch.bind(executor);
+    scratch_.moe.prediction.bind(executor);
+    experts_->attach(executor);
+    const detach_guard guard{experts_, &scratch_};
+    co_return co_await run_batch(step_tokens_, step_segments_, step_logits_, prediction_limit);
+}
+
+boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const std::int32_t> tokens,
+                                                               std::span<const batch_segment> segments,
+                                                               std::span<const logits_request> logits,
+                                                               std::uint32_t prediction_limit) {
     const auto& hp = *hp_;
     const auto& emb = weights_->token_embd;
     const std::size_t n_tok = tokens.size();
-    layer_context ctx(hp, *weights_, *pool_, *experts_, cache, scratch_);
+    layer_context ctx(hp, *weights_, *pool_, *experts_, *segments.front().cache, scratch_);
     ctx.n_tokens = static_cast<std::uint32_t>(n_tok);
-    ctx.first_pos = cache.size();
-    if (routing_.log != nullptr) {
+    ctx.first_pos = segments.front().first_pos;
+    ctx.segments = segments;
+    ctx.prediction_limit = prediction_limit;
+    // The routing log follows one sequence: it records or replays single-sequence batches only.
+    const bool logged = routing_.log != nullptr && segments.size() == 1;
+    if (logged) {
         routing_.log->begin(routing_, ctx.first_pos, ctx.n_tokens);
         ctx.routing = &routing_;
+    }
+    std::size_t wanted = 0;
+    for (const auto& l : logits) {
+        wanted += l.count;
+    }
+    if (logits.size() > 1 && wanted != 0) {
+        gathered_logits_.resize(wanted * std::size_t{hp.n_vocab});
     }
     // The whole batch is one team job; it stops early only when a layer stalls on its experts: the runner awaits
     // the fetch, then a new job resumes that layer and goes on.
@@ -227,8 +286,8 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
                     return stop(st);
                 }
             }
-            if (logits.count) {
-                output_logits(logits, m);
+            if (wanted != 0) {
+                output_logits(logits, wanted, m);
             }
         });
         if (!stalled) {
@@ -239,9 +298,18 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
         }
         resume_at = stalled;
     }
-    cache.advance(static_cast<std::uint32_t>(n_tok));
+    for (const auto& seg : segments) {
+        seg.cache->advance(seg.n_tokens);
+    }
+    if (logits.size() > 1 && wanted != 0) {
+        const float* from = gathered_logits_.data();
+        for (const auto& l : logits) {
+            std::copy_n(from, std::size_t{l.count} * hp.n_vocab, l.out);
+            from += std::size_t{l.count} * hp.n_vocab;
+        }
+    }
     experts_->count_tokens(n_tok);
-    if (routing_.log != nullptr) {
+    if (logged) {
         if (auto r = routing_.log->end(routing_); !r) {
             co_return r.error();
         }
@@ -249,20 +317,27 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(kv_cache& cache, 
     co_return result<void>{};
 }
 
-void forward_runner::output_logits(const logits_request& req, const team_member& m) {
+void forward_runner::output_logits(std::span<const logits_request> reqs, std::size_t total, const team_member& m) {
     const std::size_t t = m.index, n = m.count;
     const auto& hp = *hp_;
     const auto& w = *weights_;
     auto& s = scratch_;
-    const auto in = detail::plan_input(s.block_in, {w.output.type}, hp.n_embd, req.count);
-    const runtime::slice tok(req.count, t, n);
-    for (std::size_t i = tok.begin; i < tok.end; ++i) {
-        kernels::rms_norm(s.x.data() + (req.first + i) * hp.n_embd, w.output_norm.f32(), s.xn.data() + i * hp.n_embd,
-                          hp.n_embd, hp.rms_eps);
+    const auto in = detail::plan_input(s.block_in, {w.output.type}, hp.n_embd, total);
+    // The wanted rows, gathered in order into xn's first `total` rows.
+    const runtime::slice rows(total, t, n);
+    std::size_t j = 0;
+    for (const auto& req : reqs) {
+        for (std::size_t i = 0; i < req.count; ++i, ++j) {
+            if (j >= rows.begin && j < rows.end) {
+                kernels::rms_norm(s.x.data() + (req.first + i) * hp.n_embd, w.output_norm.f32(),
+                                  s.xn.data() + j * hp.n_embd, hp.n_embd, hp.rms_eps);
+            }
+        }
     }
-    detail::prepare_rows(in, s.xn.data(), tok);
+    detail::prepare_rows(in, s.xn.data(), rows);
     m.sync();
-    detail::matmul_share(w.output, in, req.count, req.out, hp.n_vocab, t, n);
+    float* out = reqs.size() == 1 ? reqs.front().out : gathered_logits_.data();
+    detail::matmul_share(w.output, in, total, out, hp.n_vocab, t, n);
 }
 
 } // namespace sluice::models

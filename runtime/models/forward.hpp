@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace sluice::models {
@@ -71,6 +72,7 @@ struct forward_scratch {
     std::vector<std::int32_t> pred_ids; ///< its chosen experts [batch][k]
     std::vector<float> pred_weights;   ///< (unused weights of the choice) [batch][k]
     std::vector<std::int32_t> pred_unique; ///< the distinct predicted experts
+    std::vector<std::pair<std::int32_t, std::int32_t>> pred_votes; ///< (minus votes, expert) when over the limit
 
     /// Prepared activations, named by what they hold.
     prepared_slots block_in;      ///< a block's normalised input [batch][n_embd]: q/k/v, FFN and expert gate/up,
@@ -127,6 +129,16 @@ struct forward_scratch {
     void size_for(const model_hparams& hp, const model_weights& w);
 };
 
+/// One sequence's rows in a batch: tokens [row, row + n_tokens) of the batch go into `cache` from `first_pos` on.
+/// A batch of several sequences concatenates their rows; only the blocks that touch a cache (attention, recurrent
+/// state) look at segments, everything else works on all rows at once.
+struct batch_segment {
+    kv_cache* cache = nullptr;
+    std::uint32_t first_pos = 0; ///< cache position of the segment's first token
+    std::uint32_t row = 0;       ///< its first row in the batch
+    std::uint32_t n_tokens = 0;
+};
+
 /// The batch a layer step works on and what it reaches. Blocks read and write `x` in place.
 class layer_context {
 public:
@@ -141,9 +153,22 @@ public:
     [[nodiscard]] kv_cache& cache() const noexcept { return *cache_; }
     [[nodiscard]] forward_scratch& scratch() const noexcept { return *scratch_; }
 
-    std::uint32_t n_tokens = 0;  ///< tokens in this batch
-    std::uint32_t first_pos = 0; ///< cache position of the batch's first token
+    std::uint32_t n_tokens = 0;  ///< tokens in this batch (rows of every segment)
+    std::uint32_t first_pos = 0; ///< cache position of the batch's first token (single-segment batches)
     experts::routing_batch* routing = nullptr; ///< routing recorded or replayed (see routing_log), when set
+    std::span<const batch_segment> segments; ///< the sequences of the batch, in row order (at least one)
+    /// At most this many distinct experts are prefetched for the next layer (the most chosen of the predictions
+    /// of all tokens); 0: no limit.
+    std::uint32_t prediction_limit = 0;
+
+    /// The segment holding row `i`.
+    [[nodiscard]] const batch_segment& segment_of(std::size_t i) const noexcept {
+        std::size_t lo = 0;
+        for (std::size_t j = 1; j < segments.size() && segments[j].row <= i; ++j) {
+            lo = j;
+        }
+        return segments[lo];
+    }
 
 private:
     const model_hparams* hp_;
@@ -179,6 +204,26 @@ public:
     /// is recorded). Call before the first forward; `log` must outlive the runner.
     void set_routing(experts::routing_log* log);
 
+    /// One sequence's part of a step: `tokens` appended to `cache`, the logits of its tokens [logits_first,
+    /// logits_first + logits_count) written to `logits` ([count][n_vocab]; count 0: none).
+    struct sequence_step {
+        kv_cache* cache = nullptr;
+        std::span<const std::int32_t> tokens;
+        std::uint32_t logits_first = 0;
+        std::uint32_t logits_count = 0;
+        float* logits = nullptr;
+    };
+    /// Runs the tokens of several sequences as one batch: every matmul, the router and the experts (each distinct
+    /// expert fetched once) run over the rows of all of them; attention and recurrent state per sequence. The
+    /// tokens together fit max_batch(), each sequence's fit its cache's max_append() and room (check()); the caches
+    /// are distinct. `prediction_limit` caps the next layer's prefetch (0: none). Error: an expert read failure
+    /// (no cache advances then).
+    boost::asio::awaitable<result<void>> forward_step(std::span<const sequence_step> steps,
+                                                      std::uint32_t prediction_limit = 0);
+    /// Whether `tokens` may be appended to `cache`: ids in the vocabulary, not empty, room left.
+    [[nodiscard]] result<void> check(const kv_cache& cache, std::span<const std::int32_t> tokens) const;
+    [[nodiscard]] std::uint32_t max_batch() const noexcept { return scratch_.max_batch; }
+
 private:
     /// Rows of the batch whose logits a batch writes, and where.
     struct logits_request {
@@ -186,9 +231,10 @@ private:
         std::uint32_t count = 0; ///< 0: none
         float* out = nullptr;
     };
-    boost::asio::awaitable<result<void>> run_batch(kv_cache& cache, std::span<const std::int32_t> tokens,
-                                                   logits_request logits);
-    void output_logits(const logits_request& req, const team_member& m);
+    boost::asio::awaitable<result<void>> run_batch(std::span<const std::int32_t> tokens,
+                                                   std::span<const batch_segment> segments,
+                                                   std::span<const logits_request> logits, std::uint32_t prediction_limit);
+    void output_logits(std::span<const logits_request> reqs, std::size_t total, const team_member& m);
 
     const architecture* arch_;
     const model_hparams* hp_;
@@ -197,6 +243,10 @@ private:
     experts::expert_source* experts_;
     forward_scratch scratch_;
     experts::routing_batch routing_;
+    std::vector<std::int32_t> step_tokens_;   ///< forward_step: the rows' tokens
+    std::vector<batch_segment> step_segments_; ///< and their sequences
+    std::vector<logits_request> step_logits_;
+    std::vector<float> gathered_logits_;        ///< several sequences' logits rows before they are handed out
 };
 
 } // namespace sluice::models

@@ -100,12 +100,15 @@ void delta_net_block(layer_context& ctx, std::uint32_t il, const team_member& m)
         matmul_share(w.beta, in, n_tok, b.ab.data() + hv, 2 * hv, t, n);
     }
     m.sync();
-    // The causal convolution over the carried history (split by channels), the gates (by tokens).
-    float* state = ctx.cache().state(il);
+    // The causal convolution over each sequence's carried history (split by channels), the gates (by tokens).
     const auto layout = delta_net_state_of(h);
     const slice ch(channels, t, n);
-    kernels::causal_conv1d(b.qkv.data(), channels, n_tok, channels, w.conv1d.f32(), h.conv_kernel, state, b.conv.data(),
-                           channels, true, ch.begin, ch.end);
+    for (const auto& seg : ctx.segments) {
+        const std::size_t r0 = seg.row;
+        kernels::causal_conv1d(b.qkv.data() + r0 * channels, channels, seg.n_tokens, channels, w.conv1d.f32(),
+                               h.conv_kernel, seg.cache->state(il), b.conv.data() + r0 * channels, channels, true,
+                               ch.begin, ch.end);
+    }
     for (std::size_t i = tok.begin; i < tok.end; ++i) {
         gates_of_token(h, w, b, i);
     }
@@ -114,15 +117,19 @@ void delta_net_block(layer_context& ctx, std::uint32_t il, const team_member& m)
         kernels::l2_norm_rows(b.conv.data() + i * channels, 2 * h.group_count, d, d, 1e-6f);
     }
     m.sync();
-    // The delta rule (split by value heads).
-    const auto shape = delta_shape(h, n_tok);
+    // The delta rule of each sequence over its own state (split by value heads).
     const slice heads(hv, t, n);
     if (heads.size()) {
-        const float* q = b.conv.data();
-        const float* k = q + std::size_t{h.group_count} * d;
-        const float* v = q + 2 * std::size_t{h.group_count} * d;
-        kernels::delta_net_recurrent(shape, q, k, v, b.g.data(), b.beta.data(), state + layout.conv_floats,
-                                     b.out.data(), heads.begin, heads.end);
+        for (const auto& seg : ctx.segments) {
+            const std::size_t r0 = seg.row;
+            const auto shape = delta_shape(h, seg.n_tokens);
+            const float* q = b.conv.data() + r0 * channels;
+            const float* k = q + std::size_t{h.group_count} * d;
+            const float* v = q + 2 * std::size_t{h.group_count} * d;
+            kernels::delta_net_recurrent(shape, q, k, v, b.g.data() + r0 * hv, b.beta.data() + r0 * hv,
+                                         seg.cache->state(il) + layout.conv_floats, b.out.data() + r0 * h.inner_size,
+                                         heads.begin, heads.end);
+        }
     }
     m.sync();
     // Gated output norm, output projection, residual.
@@ -164,11 +171,12 @@ void finish_gated_qkv(const layer_context& ctx, const layer_weights& l, std::uin
     rp.freq_base = hp.rope.freq_base;
     rp.freq_scale = hp.rope.freq_scale;
     rp.sections = hp.hybrid.rope_sections;
-    const std::int64_t pos = ctx.first_pos + static_cast<std::int64_t>(i);
+    const auto& seg = ctx.segment_of(i);
+    const std::int64_t pos = seg.first_pos + static_cast<std::int64_t>(i - seg.row);
     const std::array<std::int64_t, 4> positions{pos, pos, pos, pos}; // text: every section at the token position
     kernels::rope_multi(q, hp.n_head, dh, positions, rp);
     kernels::rope_multi(k, hp.n_head_kv, dh, positions, rp);
-    auto& cache = ctx.cache();
+    auto& cache = *seg.cache;
     kernels::quantize_row(cache.type(), k, cache.key_row(il, static_cast<std::size_t>(pos)), hp.kv_dim());
     kernels::quantize_row(cache.type(), s.v.data() + i * hp.v_dim(), cache.value_row(il, static_cast<std::size_t>(pos)),
                           hp.v_dim());
@@ -195,21 +203,24 @@ void gated_attention_block(layer_context& ctx, std::uint32_t il, const team_memb
         finish_gated_qkv(ctx, l, il, i);
     }
     m.sync();
-    kernels::attention_shape shape;
-    shape.n_tokens = n_tok;
-    shape.n_heads = hp.n_head;
-    shape.n_kv_heads = hp.n_head_kv;
-    shape.head_dim = hp.head_dim;
-    shape.kv_len = ctx.first_pos + n_tok;
-    shape.q_token_stride = qd;
-    shape.kv_token_stride = hp.kv_dim();
-    shape.kv_head_stride = hp.head_dim;
-    shape.first_pos = ctx.first_pos;
-    shape.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     const slice heads(hp.n_head, t, n);
     if (heads.size()) {
-        kernels::attention(shape, ctx.cache().type(), s.q.data(), ctx.cache().keys(il), ctx.cache().values(il),
-                           s.attn.data(), heads.begin, heads.end);
+        for (const auto& seg : ctx.segments) {
+            auto& cache = *seg.cache;
+            kernels::attention_shape shape;
+            shape.n_tokens = seg.n_tokens;
+            shape.n_heads = hp.n_head;
+            shape.n_kv_heads = hp.n_head_kv;
+            shape.head_dim = hp.head_dim;
+            shape.kv_len = std::size_t{seg.first_pos} + seg.n_tokens;
+            shape.q_token_stride = qd;
+            shape.kv_token_stride = hp.kv_dim();
+            shape.kv_head_stride = hp.head_dim;
+            shape.first_pos = seg.first_pos;
+            shape.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+            kernels::attention(shape, cache.type(), s.q.data() + seg.row * qd, cache.keys(il), cache.values(il),
+                               s.attn.data() + seg.row * qd, heads.begin, heads.end);
+        }
     }
     m.sync();
     for (std::size_t i = tok.begin; i < tok.end; ++i) {

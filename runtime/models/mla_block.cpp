@@ -22,18 +22,18 @@ using runtime::slice;
 
 namespace {
 
-// The shape of layer `il`'s MLA call over the batch.
-kernels::mla_shape shape_of(const layer_context& ctx) {
+// The shape of layer `il`'s MLA call over one sequence's rows.
+kernels::mla_shape shape_of(const layer_context& ctx, const batch_segment& seg) {
     const auto& hp = ctx.hparams();
     kernels::mla_shape s;
-    s.n_tokens = ctx.n_tokens;
+    s.n_tokens = seg.n_tokens;
     s.n_heads = hp.n_head;
     s.rank = hp.mla.kv_lora_rank;
     s.rope_dim = hp.rope.n_rot;
     s.nope_dim = hp.mla.nope_dim;
     s.v_dim = hp.mla.v_dim;
-    s.kv_len = std::size_t{ctx.first_pos} + ctx.n_tokens;
-    s.first_pos = ctx.first_pos;
+    s.kv_len = std::size_t{seg.first_pos} + seg.n_tokens;
+    s.first_pos = seg.first_pos;
     s.cache_stride = s.rank + s.rope_dim;
     const float mscale = hp.mla.softmax_mscale;
     s.scale = mscale * mscale / std::sqrt(static_cast<float>(s.nope_dim + s.rope_dim));
@@ -86,13 +86,14 @@ void finish_token(layer_context& ctx, std::uint32_t il, std::size_t i) {
     const std::size_t r = hp.mla.kv_lora_rank;
     const std::size_t d_r = hp.rope.n_rot;
     const std::size_t qk = hp.mla.nope_dim + d_r;
-    const std::int64_t pos = std::int64_t{ctx.first_pos} + static_cast<std::int64_t>(i);
+    const auto& seg = ctx.segment_of(i);
+    const std::int64_t pos = std::int64_t{seg.first_pos} + static_cast<std::int64_t>(i - seg.row);
     float* kv = s.mla.kv_a.data() + i * (r + d_r);
     kernels::rms_norm(kv, l.kv_a_norm.f32(), kv, r, hp.rms_eps);
     kernels::rope(kv + r, 1, d_r, d_r, pos, hp.rope);
     kernels::rope(s.mla.q.data() + i * hp.n_head * qk + hp.mla.nope_dim, hp.n_head, d_r, qk, pos, hp.rope);
-    auto& cache = ctx.cache();
-    kernels::quantize_row(cache.type(), kv, cache.key_row(il, static_cast<std::size_t>(pos)), r + d_r);
+    auto& cache_of_row = *seg.cache;
+    kernels::quantize_row(cache_of_row.type(), kv, cache_of_row.key_row(il, static_cast<std::size_t>(pos)), r + d_r);
 }
 
 // One token and head through a per-head slab of a 3-D weight: y = W_h x (rows of `w.cols` values), x prepared into
@@ -105,11 +106,17 @@ void head_product(const weight_view& w, std::size_t head, const float* x, std::b
 
 // Absorbed form for member m's heads: q~ = [W_kb,h^T q_nope, q_rope] into s.q, attention over the latent cache into
 // s.attn, then W_vb,h of each latent output into mla.out.
-void attend_absorbed(layer_context& ctx, std::uint32_t il, const kernels::mla_shape& sh, slice heads) {
+void attend_absorbed(layer_context& ctx, std::uint32_t il, const batch_segment& seg, const kernels::mla_shape& sh,
+                     slice heads) {
     const auto& l = ctx.layer(il);
     auto& s = ctx.scratch();
     const std::size_t width = sh.rank + sh.rope_dim;
     const std::size_t qk = sh.nope_dim + sh.rope_dim;
+    const std::size_t r0 = std::size_t{seg.row} * sh.n_heads; // the segment's first (token, head) pair
+    float* const q_abs = s.q.data() + r0 * width;
+    float* const latent = s.attn.data() + r0 * sh.rank;
+    const float* const q_mla = s.mla.q.data() + r0 * qk;
+    float* const out = s.mla.out.data() + r0 * sh.v_dim;
     // Head h owns one fixed stretch of mla_head_in for both products: members move from the key products to the
     // value products without a barrier, so a head's stretch must not depend on the product.
     auto& buf = s.mla_head_in.by_type[0];
@@ -117,18 +124,18 @@ void attend_absorbed(layer_context& ctx, std::uint32_t il, const kernels::mla_sh
     std::byte* act = buf.data();
     for (std::size_t t = 0; t < sh.n_tokens; ++t) {
         for (std::size_t h = heads.begin; h < heads.end; ++h) {
-            const float* q = s.mla.q.data() + (t * sh.n_heads + h) * qk;
-            float* qa = s.q.data() + (t * sh.n_heads + h) * width;
+            const float* q = q_mla + (t * sh.n_heads + h) * qk;
+            float* qa = q_abs + (t * sh.n_heads + h) * width;
             head_product(l.wk_b, h, q, act + h * stride, qa);
             std::memcpy(qa + sh.rank, q + sh.nope_dim, sh.rope_dim * sizeof(float));
         }
     }
-    kernels::mla_attention_absorbed(sh, ctx.cache().type(), s.q.data(), ctx.cache().keys(il), s.attn.data(),
-                                    heads.begin, heads.end);
+    kernels::mla_attention_absorbed(sh, seg.cache->type(), q_abs, seg.cache->keys(il), latent, heads.begin,
+                                    heads.end);
     for (std::size_t t = 0; t < sh.n_tokens; ++t) {
         for (std::size_t h = heads.begin; h < heads.end; ++h) {
-            head_product(l.wv_b, h, s.attn.data() + (t * sh.n_heads + h) * sh.rank, act + h * stride,
-                         s.mla.out.data() + (t * sh.n_heads + h) * sh.v_dim);
+            head_product(l.wv_b, h, latent + (t * sh.n_heads + h) * sh.rank, act + h * stride,
+                         out + (t * sh.n_heads + h) * sh.v_dim);
         }
     }
 }
@@ -147,17 +154,21 @@ void mla_attention_block(layer_context& ctx, std::uint32_t il, const team_member
         finish_token(ctx, il, i);
     }
     m.sync();
-    const auto sh = shape_of(ctx);
     const slice heads(hp.n_head, t, n);
-    const bool plain = n_tok > 1 && sh.kv_len <= s.max_batch;
-    if (heads.size() && plain) {
-        const void* cache = ctx.cache().keys(il);
-        kernels::mla_decompress(sh, l.wk_b.type, l.wk_b.data, l.wv_b.data, ctx.cache().type(), cache, sh.kv_len,
-                                s.mla.k_nope.data(), s.mla.v.data(), heads.begin, heads.end);
-        kernels::mla_attention_plain(sh, ctx.cache().type(), s.mla.q.data(), s.mla.k_nope.data(), s.mla.v.data(), cache,
-                                     s.mla.out.data(), heads.begin, heads.end);
-    } else if (heads.size()) {
-        attend_absorbed(ctx, il, sh, heads);
+    for (const auto& seg : ctx.segments) {
+        const auto sh = shape_of(ctx, seg);
+        const bool plain = seg.n_tokens > 1 && sh.kv_len <= s.max_batch;
+        const std::size_t r0 = std::size_t{seg.row} * hp.n_head;
+        if (heads.size() && plain) {
+            const void* cache = seg.cache->keys(il);
+            kernels::mla_decompress(sh, l.wk_b.type, l.wk_b.data, l.wv_b.data, seg.cache->type(), cache, sh.kv_len,
+                                    s.mla.k_nope.data(), s.mla.v.data(), heads.begin, heads.end);
+            kernels::mla_attention_plain(sh, seg.cache->type(), s.mla.q.data() + r0 * (sh.nope_dim + sh.rope_dim),
+                                         s.mla.k_nope.data(), s.mla.v.data(), cache, s.mla.out.data() + r0 * sh.v_dim,
+                                         heads.begin, heads.end);
+        } else if (heads.size()) {
+            attend_absorbed(ctx, il, seg, sh, heads);
+        }
     }
     m.sync();
     const std::size_t o_width = std::size_t{hp.n_head} * hp.mla.v_dim;

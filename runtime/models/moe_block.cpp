@@ -97,8 +97,10 @@ bool predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
     return true;
 }
 
-// Member 0: the distinct predicted experts into s.pred_unique (entries below 0 are no prediction).
-void distinct_predicted(forward_scratch& s, std::size_t n_tok, std::size_t k) {
+// Member 0: the distinct predicted experts into s.pred_unique (entries below 0 are no prediction). Over `limit`
+// (0: none), only the `limit` experts most tokens predicted are kept, so that a step of many sequences does not
+// prefetch nearly every expert of the next layer.
+void distinct_predicted(forward_scratch& s, std::size_t n_tok, std::size_t k, std::size_t limit) {
     s.pred_unique.clear();
     for (std::size_t sel = 0; sel < n_tok * k; ++sel) {
         if (s.pred_ids[sel] >= 0) {
@@ -106,7 +108,28 @@ void distinct_predicted(forward_scratch& s, std::size_t n_tok, std::size_t k) {
         }
     }
     std::sort(s.pred_unique.begin(), s.pred_unique.end());
-    s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
+    if (limit == 0 || s.pred_unique.size() <= limit) {
+        s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
+        return;
+    }
+    // Votes per distinct expert (the sorted list's runs), the most voted first, ties to the lower id.
+    std::vector<std::pair<std::int32_t, std::int32_t>>& votes = s.pred_votes;
+    votes.clear();
+    for (std::size_t i = 0; i < s.pred_unique.size();) {
+        std::size_t j = i;
+        while (j < s.pred_unique.size() && s.pred_unique[j] == s.pred_unique[i]) {
+            ++j;
+        }
+        votes.emplace_back(-static_cast<std::int32_t>(j - i), s.pred_unique[i]);
+        i = j;
+    }
+    const std::size_t keep = std::min(limit, votes.size());
+    std::partial_sort(votes.begin(), votes.begin() + static_cast<std::ptrdiff_t>(keep), votes.end());
+    s.pred_unique.clear();
+    for (std::size_t i = 0; i < keep; ++i) {
+        s.pred_unique.push_back(votes[i].second);
+    }
+    std::sort(s.pred_unique.begin(), s.pred_unique.end());
 }
 
 // The choice of every token and the next layer's prediction; then member 0 fetches the chosen experts and
@@ -125,7 +148,7 @@ void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& i
         }
         distinct_experts(s, ctx.n_tokens, hp.n_expert_used);
         if (predicted) {
-            distinct_predicted(s, ctx.n_tokens, hp.n_expert_used);
+            distinct_predicted(s, ctx.n_tokens, hp.n_expert_used, ctx.prediction_limit);
         } else {
             s.pred_unique.clear();
         }

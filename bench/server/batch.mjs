@@ -1,0 +1,102 @@
+// Drives a running `sluice serve` with concurrent streamed completions and reports, per concurrency level, the
+// aggregate tokens/s and each stream's inter-token latency; then the time to first token of a short request on the
+// idle server and while LONG long ones decode. Node's own fetch, SSE parsed by hand; prints one JSON object.
+// Usage: node batch.mjs --url URL [--levels 1,2,4,8,16] [--tokens 32] [--long 7] [--long-tokens 256] [--rounds 1]
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+    if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+    return acc;
+}, []));
+const url = args.url;
+const levels = (args.levels ?? '1,2,4,8,16').split(',').map(Number);
+const tokens = Number(args.tokens ?? 32);
+const longCount = Number(args.long ?? 7);
+const longTokens = Number(args['long-tokens'] ?? 256);
+const rounds = Number(args.rounds ?? 1);
+
+const prompts = ['The history of the', 'In the beginning', 'A short story about', 'The quick brown fox',
+                 'Once upon a time', 'The river flows', 'Numbers and letters', 'Under the old bridge'];
+
+// One streamed completion: token arrival times (ms since its start) and the time of the first one.
+async function stream(prompt, maxTokens, signal) {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, ignore_eos: true }),
+        signal,
+    });
+    if (res.status !== 200) {
+        throw new Error(`status ${res.status}: ${await res.text()}`);
+    }
+    const times = [];
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+        for await (const chunk of res.body) {
+            buf += decoder.decode(chunk, { stream: true });
+            let i;
+            while ((i = buf.indexOf('\n\n')) >= 0) {
+                const ev = buf.slice(0, i);
+                buf = buf.slice(i + 2);
+                if (ev.startsWith('data: ') && !ev.startsWith('data: [DONE]')) {
+                    const d = JSON.parse(ev.slice(6));
+                    if ((d.choices?.[0]?.text ?? '') !== '' || d.choices?.[0]?.finish_reason == null) {
+                        times.push(performance.now() - t0);
+                    }
+                }
+            }
+        }
+    } catch (e) {
+        if (!signal?.aborted) throw e;
+    }
+    return { times, ttft: times[0] ?? NaN, total: performance.now() - t0 };
+}
+
+function median(xs) {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length ? s[Math.floor(s.length / 2)] : NaN;
+}
+function pct(xs, p) {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length ? s[Math.min(s.length - 1, Math.floor(s.length * p))] : NaN;
+}
+
+const report = { tokens, levels: [], ttft: {} };
+await stream(prompts[0], 4); // warm-up
+for (const c of levels) {
+    const results = [];
+    for (let r = 0; r < rounds; ++r) {
+        const t0 = performance.now();
+        const runs = await Promise.all(Array.from({ length: c }, (_, i) => stream(prompts[i % prompts.length], tokens)));
+        const wall = (performance.now() - t0) / 1000;
+        const n = runs.reduce((a, x) => a + x.times.length, 0);
+        const gaps = runs.flatMap((x) => x.times.slice(1).map((t, j) => t - x.times[j]));
+        results.push({ wall_s: wall, tokens: n, aggregate_tps: n / wall, itl_median_ms: median(gaps),
+                       itl_p90_ms: pct(gaps, 0.9) });
+    }
+    const best = results.reduce((a, b) => (b.aggregate_tps > a.aggregate_tps ? b : a));
+    report.levels.push({ streams: c, ...best });
+    console.error(`streams ${c}: ${best.aggregate_tps.toFixed(2)} tok/s aggregate, inter-token median ` +
+                  `${best.itl_median_ms.toFixed(1)} ms (p90 ${best.itl_p90_ms.toFixed(1)})`);
+}
+
+// Time to first token of a short request: idle, then while `longCount` long streams decode.
+const idle = [];
+for (let r = 0; r < 3; ++r) {
+    idle.push((await stream('What is 2 + 2?', 2)).ttft);
+}
+const controller = new AbortController();
+const longs = Array.from({ length: longCount }, (_, i) => stream(prompts[i % prompts.length], longTokens,
+                                                                  controller.signal).catch(() => null));
+await new Promise((r) => setTimeout(r, 1500)); // the long ones are past their prefill and decoding
+const loaded = [];
+for (let r = 0; r < 3; ++r) {
+    loaded.push((await stream('What is 2 + 2?', 2)).ttft);
+}
+controller.abort();
+await Promise.all(longs);
+report.ttft = { idle_ms: median(idle), under_load_ms: median(loaded), long_streams: longCount,
+                ratio: median(loaded) / median(idle) };
+console.error(`time to first token: idle ${report.ttft.idle_ms.toFixed(1)} ms, beside ${longCount} decoding ` +
+              `${report.ttft.under_load_ms.toFixed(1)} ms (x${report.ttft.ratio.toFixed(2)})`);
+console.log(JSON.stringify(report));

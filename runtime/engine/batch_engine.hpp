@@ -1,0 +1,98 @@
+// The batch engine: every session on a model submits its forward passes here, and each step runs the decode tokens
+// of all waiting sequences plus prompt chunks (FIFO, under a per-step token budget) as one forward pass, so the
+// weights are read and each chosen expert fetched once per step for every sequence that needs them.
+#pragma once
+
+#include "base/async_event.hpp"
+#include "runtime/models/forward.hpp"
+#include "sluice/error.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace sluice {
+
+/// What the step planner sees of one queued request.
+struct step_candidate {
+    std::uint32_t remaining = 0; ///< tokens not yet run
+    std::uint32_t max_chunk = 0; ///< the most it may run in one step (its cache's max_append)
+};
+
+/// One request's share of a step: `tokens` of queue entry `index`.
+struct step_share {
+    std::size_t index = 0;
+    std::uint32_t tokens = 0;
+};
+
+/// Fills a step of at most `budget` tokens and `max_sequences` sequences from `queue` (oldest first): first one
+/// token for every request that has one token left (a decode step, so that running generations never wait behind a
+/// prompt), then prompt chunks in FIFO order, each as much as the budget left and its max_chunk allow.
+std::vector<step_share> plan_step(std::span<const step_candidate> queue, std::uint32_t budget,
+                                  std::size_t max_sequences);
+
+/// Counters of a batch engine.
+struct batch_engine_counters {
+    std::uint64_t steps = 0;         ///< forward passes run
+    std::uint64_t tokens = 0;        ///< tokens they ran
+    std::uint64_t sequence_rows = 0; ///< sum over steps of the sequences in the step
+    std::uint32_t widest_step = 0;   ///< the most sequences one step held
+};
+
+/// One per model. Thread-safe submission; the steps run on the executor of the request that found the engine idle.
+class batch_engine {
+public:
+    /// `max_batch`: the step token budget (and the runner's batch). With a routing log, each step holds one
+    /// sequence (the log follows one sequence at a time).
+    batch_engine(const models::architecture& arch, const models::model_hparams& hp, const models::model_weights& w,
+                 runtime::compute_pool& pool, experts::expert_source& experts, std::uint32_t max_batch,
+                 experts::routing_log* routing);
+    batch_engine(const batch_engine&) = delete;
+    batch_engine& operator=(const batch_engine&) = delete;
+    ~batch_engine();
+
+    /// Appends `tokens` to `cache` as part of the engine's steps (chunked to the budget), writing the logits
+    /// `mode` asks for into `logits` (resized). The same contract as forward_runner::forward: errors for a bad
+    /// token, a full context or an expert read failure. Cancelled through the awaiting coroutine's cancellation
+    /// slot: the request leaves at the next step boundary (operation_aborted); chunks already run stay in the cache.
+    /// `cache` must not be in another request at the same time.
+    boost::asio::awaitable<result<void>> forward(models::kv_cache& cache, std::span<const std::int32_t> tokens,
+                                                 models::logits_mode mode, std::vector<float>& logits);
+
+    [[nodiscard]] batch_engine_counters counters() const;
+    [[nodiscard]] std::uint32_t max_batch() const noexcept { return runner_.max_batch(); }
+
+private:
+    struct request {
+        explicit request(const boost::asio::any_io_executor& ex) : done_event(ex) {}
+        models::kv_cache* cache = nullptr;
+        std::span<const std::int32_t> tokens;
+        models::logits_mode mode = models::logits_mode::last;
+        std::vector<float>* logits = nullptr;
+        std::size_t done = 0;     ///< tokens run
+        bool in_step = false;     ///< the step in progress uses its cache and logits
+        bool cancelled = false;   ///< leave at the next step boundary
+        bool finished = false;    ///< out of the queue; `outcome` is final
+        result<void> outcome;
+        async_event done_event;
+    };
+
+    boost::asio::awaitable<void> run_steps();
+    /// Under the lock: takes `r` out of the queue with `outcome` and wakes its waiter.
+    void finish(request& r, result<void> outcome);
+
+    models::forward_runner runner_;
+    std::uint32_t prediction_limit_;
+    bool one_sequence_per_step_;
+    mutable std::mutex mu_;
+    std::deque<request*> queue_;
+    bool running_ = false;
+    batch_engine_counters counters_;
+};
+
+} // namespace sluice

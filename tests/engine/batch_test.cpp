@@ -1,0 +1,348 @@
+// Continuous batching: the step planner (budget, FIFO, chunks), a multi-sequence forward step against each sequence
+// run alone (standard, hybrid, MLA and windowed attention), and many sessions on one model sharing the batch engine
+// with the same greedy tokens as alone (the bundled model's held-out questions), including a cancelled one.
+#include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/model.hpp"
+#include "runtime/engine/session.hpp"
+#include "runtime/models/forward.hpp"
+#include "tests/engine/tiny_model.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+namespace sluice {
+namespace {
+
+using kernels::quant_type;
+using test::load_model;
+using test::run_sync;
+using test::tiny_model;
+
+// The step planner ----------------------------------------------------------------------------------------
+
+TEST(plan_step, decodes_go_first_then_prompt_chunks_oldest_first_within_the_budget) {
+    // A long prompt queued first, two decodes, a second prompt.
+    const std::vector<step_candidate> q{{300, 512}, {1, 512}, {40, 512}, {1, 512}};
+    const auto s = plan_step(q, 64, 16);
+    ASSERT_EQ(s.size(), 3u);
+    EXPECT_EQ(s[0].index, 0u);
+    EXPECT_EQ(s[0].tokens, 62u); // what the two decodes left of the budget
+    EXPECT_EQ(s[1].index, 1u);
+    EXPECT_EQ(s[1].tokens, 1u);
+    EXPECT_EQ(s[2].index, 3u);
+    EXPECT_EQ(s[2].tokens, 1u); // the second prompt waits for the first (FIFO)
+}
+
+TEST(plan_step, a_chunk_stops_at_its_caches_batch_and_the_next_prompt_gets_the_rest) {
+    const std::vector<step_candidate> q{{100, 16}, {30, 512}};
+    const auto s = plan_step(q, 64, 16);
+    ASSERT_EQ(s.size(), 2u);
+    EXPECT_EQ(s[0].tokens, 16u);
+    EXPECT_EQ(s[1].tokens, 30u);
+}
+
+TEST(plan_step, more_decodes_than_the_budget_wait_their_turn_in_order) {
+    const std::vector<step_candidate> q(10, step_candidate{1, 8});
+    const auto s = plan_step(q, 4, 16);
+    ASSERT_EQ(s.size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(s[i].index, i);
+    }
+    EXPECT_EQ(plan_step(q, 64, 3).size(), 3u); // the sequence cap
+    EXPECT_TRUE(plan_step({}, 64, 16).empty());
+}
+
+// One forward step for several sequences ----------------------------------------------------------------
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> ids(n);
+    for (auto& id : ids) {
+        id = static_cast<std::int32_t>(rng() % 512u);
+    }
+    return ids;
+}
+
+struct arch_case {
+    std::string arch;
+    quant_type type;
+};
+
+class batched_step : public ::testing::TestWithParam<arch_case> {};
+
+// Each sequence's logits when run alone (its prompt, then its decode tokens one by one) and in steps shared with the
+// others (all prompts in one step, then a step mixing one prompt's second half with the others' decodes, then
+// decodes together) agree to the tolerance of batched against single-token kernels, and choose the same tokens.
+TEST_P(batched_step, several_sequences_in_one_step_match_each_alone) {
+    const auto m = load_model(tiny_model(GetParam().arch, GetParam().type), 64, 128);
+    const auto n_vocab = m->hparams().n_vocab;
+    const std::vector<std::size_t> prompt_len{5, 13, 1, 9};
+    const std::size_t n_seq = prompt_len.size(), n_decode = 4;
+    std::vector<std::vector<std::int32_t>> prompts, decodes;
+    for (std::size_t i = 0; i < n_seq; ++i) {
+        prompts.push_back(random_tokens(prompt_len[i], 100 + static_cast<std::uint32_t>(i)));
+        decodes.push_back(random_tokens(n_decode, 200 + static_cast<std::uint32_t>(i)));
+    }
+    const auto layout = models::cache_layout_of(m->arch(), m->hparams());
+    // Alone: [prompt rows..., decode rows...] of logits per sequence.
+    std::vector<std::vector<float>> alone(n_seq), batched(n_seq);
+    for (std::size_t i = 0; i < n_seq; ++i) {
+        models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 64);
+        models::kv_cache cache(layout, 128);
+        std::vector<float> logits;
+        auto r = run_sync<result<void>>([&] { return runner.forward(cache, prompts[i], models::logits_mode::all, logits); });
+        ASSERT_TRUE(r) << r.error().message;
+        alone[i] = logits;
+        for (const auto t : decodes[i]) {
+            r = run_sync<result<void>>(
+                [&] { return runner.forward(cache, std::span(&t, 1), models::logits_mode::last, logits); });
+            ASSERT_TRUE(r) << r.error().message;
+            alone[i].insert(alone[i].end(), logits.begin(), logits.end());
+        }
+    }
+    // Batched: sequence 1's prompt in two halves, the second half in the same step as the others' first decode.
+    models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 64);
+    std::vector<models::kv_cache> caches;
+    for (std::size_t i = 0; i < n_seq; ++i) {
+        caches.emplace_back(layout, 128);
+        batched[i].resize((prompt_len[i] + n_decode) * n_vocab);
+    }
+    using step = models::forward_runner::sequence_step;
+    auto run = [&](std::vector<step> steps) {
+        auto r = run_sync<result<void>>([&] { return runner.forward_step(steps, 4); });
+        ASSERT_TRUE(r) << r.error().message;
+    };
+    const std::size_t half = 6;
+    std::vector<step> first;
+    for (std::size_t i = 0; i < n_seq; ++i) {
+        const std::size_t n = i == 1 ? half : prompt_len[i];
+        first.push_back({&caches[i], std::span(prompts[i]).first(n), 0, static_cast<std::uint32_t>(n), batched[i].data()});
+    }
+    run(first);
+    std::vector<std::size_t> decoded(n_seq, 0);
+    std::vector<step> second;
+    for (std::size_t i = 0; i < n_seq; ++i) {
+        if (i == 1) {
+            const auto rest = std::span(prompts[1]).subspan(half);
+            second.push_back({&caches[1], rest, 0, static_cast<std::uint32_t>(rest.size()), batched[1].data() + half * n_vocab});
+        } else {
+            second.push_back({&caches[i], std::span(decodes[i]).first(1), 0, 1, batched[i].data() + prompt_len[i] * n_vocab});
+            decoded[i] = 1;
+        }
+    }
+    run(second);
+    for (bool more = true; more;) {
+        more = false;
+        std::vector<step> next;
+        for (std::size_t i = 0; i < n_seq; ++i) {
+            if (decoded[i] < n_decode) {
+                next.push_back({&caches[i], std::span(decodes[i]).subspan(decoded[i], 1), 0, 1,
+                                batched[i].data() + (prompt_len[i] + decoded[i]) * n_vocab});
+                ++decoded[i];
+                more = true;
+            }
+        }
+        if (more) {
+            run(next);
+        }
+    }
+    for (std::size_t i = 0; i < n_seq; ++i) {
+        ASSERT_EQ(alone[i].size(), batched[i].size());
+        EXPECT_EQ(caches[i].size(), prompt_len[i] + n_decode);
+        float max_abs = 0.0f, max_diff = 0.0f;
+        for (std::size_t j = 0; j < alone[i].size(); ++j) {
+            ASSERT_TRUE(std::isfinite(batched[i][j]));
+            max_abs = std::max(max_abs, std::abs(alone[i][j]));
+            max_diff = std::max(max_diff, std::abs(alone[i][j] - batched[i][j]));
+        }
+        EXPECT_GT(max_abs, 0.1f);
+        EXPECT_LE(max_diff, 1e-4f * max_abs) << "sequence " << i << ": max |logit| " << max_abs;
+        for (std::size_t row = 0; row < alone[i].size() / n_vocab; ++row) {
+            const auto a = alone[i].begin() + static_cast<std::ptrdiff_t>(row * n_vocab);
+            const auto b = batched[i].begin() + static_cast<std::ptrdiff_t>(row * n_vocab);
+            EXPECT_EQ(std::max_element(a, a + n_vocab) - a, std::max_element(b, b + n_vocab) - b)
+                << "sequence " << i << " row " << row;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(engine, batched_step,
+                         ::testing::Values(arch_case{"qwen3moe", quant_type::q8_0}, arch_case{"qwen3", quant_type::q4_k},
+                                           arch_case{"qwen35moe", quant_type::q8_0},
+                                           arch_case{"deepseek2", quant_type::q8_0},
+                                           arch_case{"gpt-oss", quant_type::q8_0}),
+                         [](const auto& info) {
+                             std::string n = info.param.arch;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
+// Many sessions on one model ----------------------------------------------------------------------------
+
+std::shared_ptr<model> bundled() {
+    static const auto m =
+        load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
+    return m;
+}
+
+std::vector<std::string> questions(std::size_t n) {
+    std::ifstream in(std::filesystem::path(SLUICE_SOURCE_DIR) / "tests/fixtures/trained/heldout.jsonl");
+    std::vector<std::string> all;
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty()) {
+            all.push_back(std::string(boost::json::parse(line).as_object().at("question").as_string()));
+        }
+    }
+    // Every eleventh row: a mix of the tasks (the file groups them).
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < all.size() && out.size() < n; i += 11) {
+        out.push_back(all[i]);
+    }
+    return out;
+}
+
+generate_request greedy(const std::string& question, std::uint32_t max_tokens = 24) {
+    generate_request req;
+    req.messages = boost::json::array{boost::json::object{{"role", "user"}, {"content", question}}};
+    req.sampling.temperature = 0.0f;
+    req.max_tokens = max_tokens;
+    return req;
+}
+
+struct outcome {
+    std::vector<std::int32_t> tokens;
+    generation_summary summary;
+    std::string error;
+};
+
+boost::asio::awaitable<void> consume(session& s, generate_request req, outcome& o, std::size_t cancel_after = 0,
+                                     std::function<void()> on_cancel_point = {}) {
+    auto stream = s.generate(std::move(req));
+    while (true) {
+        auto ev = co_await stream.next();
+        if (!ev) {
+            o.error = ev.error().message;
+            break;
+        }
+        if (!*ev) {
+            break;
+        }
+        if ((*ev)->token >= 0) {
+            o.tokens.push_back((*ev)->token);
+            if (cancel_after != 0 && o.tokens.size() == cancel_after && on_cancel_point) {
+                on_cancel_point();
+            }
+        }
+    }
+    o.summary = stream.summary();
+}
+
+// Runs every request at once, each on its own session of `m`, on one io_context.
+std::vector<outcome> concurrently(const std::shared_ptr<model>& m, const std::vector<generate_request>& reqs) {
+    boost::asio::io_context io;
+    std::vector<std::unique_ptr<session>> sessions;
+    std::vector<outcome> out(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        sessions.push_back(std::make_unique<session>(m));
+        boost::asio::co_spawn(io, consume(*sessions[i], reqs[i], out[i]), boost::asio::detached);
+    }
+    io.run();
+    return out;
+}
+
+class concurrent_sessions : public ::testing::TestWithParam<std::size_t> {};
+
+// With greedy sampling each request's tokens in a batch of 1, 4 or 8 concurrent sessions are those it gets alone,
+// and the engine did run several sequences in one step.
+TEST_P(concurrent_sessions, greedy_tokens_equal_each_request_alone) {
+    const auto m = bundled();
+    const std::size_t n = GetParam();
+    const auto qs = questions(n);
+    ASSERT_EQ(qs.size(), n);
+    std::vector<generate_request> reqs;
+    std::vector<outcome> alone;
+    for (const auto& q : qs) {
+        reqs.push_back(greedy(q));
+        alone.push_back(concurrently(m, {reqs.back()}).front());
+        ASSERT_EQ(alone.back().error, "");
+        ASSERT_FALSE(alone.back().tokens.empty());
+    }
+    const auto before = m->batch()->counters();
+    const auto together = concurrently(m, reqs);
+    const auto after = m->batch()->counters();
+    for (std::size_t i = 0; i < n; ++i) {
+        EXPECT_EQ(together[i].error, "");
+        EXPECT_EQ(together[i].tokens, alone[i].tokens) << "question: " << qs[i];
+        EXPECT_EQ(together[i].summary.reason, alone[i].summary.reason);
+    }
+    if (n > 1) {
+        EXPECT_GT(after.sequence_rows - before.sequence_rows, after.steps - before.steps)
+            << "no step held more than one sequence";
+        EXPECT_GE(after.widest_step, 2u);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(engine, concurrent_sessions, ::testing::Values(1u, 4u, 8u));
+
+// A request cancelled while others generate leaves at a step boundary as cancelled; the others are unchanged.
+TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
+    const auto m = bundled();
+    const auto qs = questions(4);
+    std::vector<generate_request> reqs;
+    std::vector<outcome> alone;
+    for (const auto& q : qs) {
+        auto req = greedy(q, 40);
+        req.ignore_eos = true; // long enough to be cancelled mid-way
+        reqs.push_back(req);
+        alone.push_back(concurrently(m, {req}).front());
+    }
+    boost::asio::io_context io;
+    boost::asio::cancellation_signal signal;
+    std::vector<std::unique_ptr<session>> sessions;
+    std::vector<outcome> out(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        sessions.push_back(std::make_unique<session>(m));
+        if (i == 2) {
+            auto cancel = [&] { boost::asio::post(io, [&] { signal.emit(boost::asio::cancellation_type::terminal); }); };
+            boost::asio::co_spawn(io, consume(*sessions[i], reqs[i], out[i], 5, cancel),
+                                  boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::detached));
+        } else {
+            boost::asio::co_spawn(io, consume(*sessions[i], reqs[i], out[i]), boost::asio::detached);
+        }
+    }
+    io.run();
+    EXPECT_EQ(out[2].summary.reason, finish_reason::cancelled);
+    EXPECT_EQ(out[2].error, "");
+    EXPECT_GE(out[2].tokens.size(), 5u);
+    EXPECT_LT(out[2].tokens.size(), alone[2].tokens.size());
+    EXPECT_EQ(std::vector(alone[2].tokens.begin(), alone[2].tokens.begin() + static_cast<std::ptrdiff_t>(out[2].tokens.size())),
+              out[2].tokens);
+    for (const std::size_t i : {0u, 1u, 3u}) {
+        EXPECT_EQ(out[i].error, "");
+        EXPECT_EQ(out[i].tokens, alone[i].tokens) << "request " << i;
+    }
+    // The cancelled session's next request (reusing what its cache holds) is exact.
+    outcome again;
+    run_sync<bool>([&]() -> boost::asio::awaitable<bool> {
+        co_await consume(*sessions[2], reqs[2], again);
+        co_return true;
+    });
+    EXPECT_EQ(again.error, "");
+    EXPECT_EQ(again.tokens, alone[2].tokens);
+    EXPECT_GT(again.summary.cached_tokens, 0u);
+}
+
+} // namespace
+} // namespace sluice
