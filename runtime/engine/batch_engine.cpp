@@ -92,7 +92,8 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
         queue_.push_back(&req);
         if (!running_) {
             running_ = true;
-            asio::co_spawn(executor, run_steps(), asio::detached);
+            executor_ = executor;
+            asio::co_spawn(executor, run_steps(), asio::bind_cancellation_slot(step_cancel_.slot(), asio::detached));
         }
     }
     auto [ec] = co_await req.done_event.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -104,6 +105,7 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
                 if (req.in_step) {
                     req.cancelled = true;
                     wait_for_step = true;
+                    cancel_step_if_abandoned();
                 } else {
                     finish(req, make_error(std::errc::operation_canceled, "the request was cancelled"));
                 }
@@ -121,7 +123,24 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
     co_return std::move(req.outcome);
 }
 
+void batch_engine::cancel_step_if_abandoned() {
+    const bool abandoned = std::all_of(in_step_.begin(), in_step_.end(), [](const request* r) { return r->cancelled; });
+    if (!abandoned || in_step_.empty()) {
+        return;
+    }
+    asio::post(executor_, [this, id = step_id_] {
+        const std::lock_guard lock(mu_);
+        const bool still = step_id_ == id && !in_step_.empty() &&
+                           std::all_of(in_step_.begin(), in_step_.end(), [](const request* r) { return r->cancelled; });
+        if (still) {
+            step_cancel_.emit(asio::cancellation_type::terminal);
+        }
+    });
+}
+
 asio::awaitable<void> batch_engine::run_steps() {
+    // A step cancelled because every sequence in it left ends with an error from its expert wait, not a throw.
+    co_await asio::this_coro::throw_if_cancelled(false);
     const auto executor = co_await asio::this_coro::executor;
     const auto n_vocab = std::size_t{runner_.hparams().n_vocab};
     std::vector<step_candidate> candidates;
@@ -168,6 +187,7 @@ asio::awaitable<void> batch_engine::run_steps() {
             shares = plan_step(candidates, runner_.max_batch(), one_sequence_per_step_ ? 1 : queue_.size());
             chosen.clear();
             steps.clear();
+            ++step_id_;
             for (const auto& sh : shares) {
                 auto& r = *queue_[sh.index];
                 r.in_step = true;
@@ -186,6 +206,7 @@ asio::awaitable<void> batch_engine::run_steps() {
                 }
                 steps.push_back(st);
             }
+            in_step_ = chosen;
         }
         result<void> outcome;
         try {
@@ -193,7 +214,10 @@ asio::awaitable<void> batch_engine::run_steps() {
         } catch (const std::exception& e) {
             outcome = make_error(std::errc::io_error, std::string("forward step: ") + e.what());
         }
+        co_await asio::this_coro::reset_cancellation_state();
+        co_await asio::this_coro::throw_if_cancelled(false);
         const std::lock_guard lock(mu_);
+        in_step_.clear();
         if (outcome) {
             ++counters_.steps;
             counters_.sequence_rows += steps.size();

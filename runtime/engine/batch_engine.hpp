@@ -7,7 +7,9 @@
 #include "runtime/models/forward.hpp"
 #include "sluice/error.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -85,13 +87,20 @@ private:
     boost::asio::awaitable<void> run_steps();
     /// Under the lock: takes `r` out of the queue with `outcome` and wakes its waiter.
     void finish(request& r, result<void> outcome);
+    /// Under the lock, after a request of the step in progress was cancelled: when no request of that step is
+    /// still wanted, the step's waits for experts are cancelled (on the engine's executor), so that it ends early.
+    void cancel_step_if_abandoned();
 
     models::forward_runner runner_;
     std::uint32_t prediction_limit_;
     bool one_sequence_per_step_;
     mutable std::mutex mu_;
     std::deque<request*> queue_;
+    std::vector<request*> in_step_; ///< the requests of the step in progress
+    std::uint64_t step_id_ = 0;      ///< counts steps started
     bool running_ = false;
+    boost::asio::any_io_executor executor_;      ///< where the steps run (while running_)
+    boost::asio::cancellation_signal step_cancel_; ///< bound to the step loop; emitted on its executor only
     batch_engine_counters counters_;
 };
 

@@ -20,6 +20,8 @@ TEST(batch_client, concurrent_greedy_requests_answer_as_alone_and_an_abort_leave
     EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
     EXPECT_NE(r.out.find("batch client: ok"), std::string::npos) << r.out;
     EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
+    // The server saw the abort: that generation stopped early, as disconnected.
+    EXPECT_NE(server.log().find("finish=disconnected"), std::string::npos) << server.log();
 }
 
 } // namespace
