@@ -67,6 +67,37 @@ batch_engine_counters batch_engine::counters() const {
     return counters_;
 }
 
+void batch_engine::publish(const shared_sequence* s) {
+    const std::lock_guard lock(mu_);
+    published_.push_back(s);
+}
+
+void batch_engine::withdraw(const shared_sequence* s) {
+    const std::lock_guard lock(mu_);
+    std::erase(published_, s);
+}
+
+std::pair<const shared_sequence*, std::size_t> batch_engine::longest_prefix(std::span<const std::int32_t> prompt,
+                                                                            const shared_sequence* self) const {
+    const std::lock_guard lock(mu_);
+    std::pair<const shared_sequence*, std::size_t> best{nullptr, 0};
+    for (const auto* s : published_) {
+        if (s == self) {
+            continue;
+        }
+        const auto& h = *s->history;
+        const std::size_t limit = std::min({h.size(), prompt.size(), std::size_t{s->cache->size()}});
+        std::size_t n = 0;
+        while (n < limit && h[n] == prompt[n]) {
+            ++n;
+        }
+        if (n > best.second) {
+            best = {s, n};
+        }
+    }
+    return best;
+}
+
 void batch_engine::finish(request& r, result<void> outcome) {
     queue_.erase(std::find(queue_.begin(), queue_.end(), &r));
     r.finished = true;

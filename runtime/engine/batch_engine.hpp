@@ -16,6 +16,7 @@
 #include <deque>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace sluice {
@@ -37,6 +38,12 @@ struct step_share {
 /// prompt), then prompt chunks in FIFO order, each as much as the budget left and its max_chunk allow.
 std::vector<step_share> plan_step(std::span<const step_candidate> queue, std::uint32_t budget,
                                   std::size_t max_sequences);
+
+/// A sequence whose cached prefix other sequences of the model may copy (cross-slot prompt reuse).
+struct shared_sequence {
+    const models::kv_cache* cache = nullptr;
+    const std::vector<std::int32_t>* history = nullptr; ///< the tokens whose keys and values `cache` holds
+};
 
 /// Counters of a batch engine.
 struct batch_engine_counters {
@@ -67,6 +74,15 @@ public:
                                                  models::logits_mode mode, std::vector<float>& logits);
 
     [[nodiscard]] batch_engine_counters counters() const;
+
+    /// Sessions publish their sequence while they live, so that a new prompt on another session can copy the
+    /// longest prefix any of them holds. Use from the sessions' io_context only (the copy reads rows no step writes).
+    void publish(const shared_sequence* s);
+    void withdraw(const shared_sequence* s);
+    /// The published sequence other than `self` sharing the longest prefix with `prompt`, and that length (0 and
+    /// nullptr when none shares a token).
+    [[nodiscard]] std::pair<const shared_sequence*, std::size_t> longest_prefix(std::span<const std::int32_t> prompt,
+                                                                              const shared_sequence* self) const;
     [[nodiscard]] std::uint32_t max_batch() const noexcept { return runner_.max_batch(); }
 
 private:
@@ -96,6 +112,7 @@ private:
     bool one_sequence_per_step_;
     mutable std::mutex mu_;
     std::deque<request*> queue_;
+    std::vector<const shared_sequence*> published_;
     std::vector<request*> in_step_; ///< the requests of the step in progress
     std::uint64_t step_id_ = 0;      ///< counts steps started
     bool running_ = false;

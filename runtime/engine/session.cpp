@@ -56,13 +56,19 @@ struct session::state {
                  model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32
                                                                  : kernels::quant_type::f16,
                  model_->options().n_batch),
-          engine_(model_->batch()), runner_(*engine_) {}
+          engine_(model_->batch()), runner_(*engine_) {
+        engine_->publish(&shared_);
+    }
+    ~state() { engine_->withdraw(&shared_); }
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
 
     std::shared_ptr<model> model_;
     models::kv_cache cache_;
     std::shared_ptr<batch_engine> engine_; ///< the model's: every session's forward passes share its steps
     batch_engine& runner_;
     std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
+    shared_sequence shared_{&cache_, &history_}; ///< what other sessions of the model may copy a prefix from
 
     /// The recurrent states at one position of the history.
     struct state_checkpoint {
@@ -315,6 +321,17 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
         ++reuse;
     }
     reuse = std::min(reuse, prompt_.size() - 1);
+    // Another session of the model may hold a longer prefix of this prompt (a shared system prompt, a conversation
+    // that moved to another slot): its rows are copied in.
+    if (const auto [donor, n] = seq_->engine_->longest_prefix(prompt_, &seq_->shared_); donor != nullptr) {
+        const auto take = static_cast<std::uint32_t>(std::min(n, prompt_.size() - 1));
+        if (take > reuse && cache.can_copy_prefix(*donor->cache, take)) {
+            cache.copy_prefix(*donor->cache, take);
+            history.assign(prompt_.begin(), prompt_.begin() + take);
+            seq_->checkpoints_.clear();
+            reuse = take;
+        }
+    }
     reuse = seq_->rewind(static_cast<std::uint32_t>(reuse)); // a recurrent layer goes back to a checkpoint
     summary_.prompt_tokens = static_cast<std::uint32_t>(prompt_.size());
     summary_.cached_tokens = static_cast<std::uint32_t>(reuse);

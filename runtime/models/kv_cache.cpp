@@ -102,4 +102,31 @@ void kv_cache::restore(std::uint32_t n, std::span<const float> saved) noexcept {
     std::copy(saved.begin(), saved.end(), states_.begin());
 }
 
+bool kv_cache::can_copy_prefix(const kv_cache& from, std::uint32_t n) const noexcept {
+    if (&from == this || has_state_ || from.has_state_ || has_window_ || from.has_window_ || type_ != from.type_ ||
+        n > from.used_ || n > n_ctx_ || layers_.size() != from.layers_.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+        const auto& a = layers_[i];
+        const auto& b = from.layers_[i];
+        if (a.rows != b.rows || a.spec.k_dim != b.spec.k_dim || a.spec.v_dim != b.spec.v_dim ||
+            a.k_offset != b.k_offset || a.v_offset != b.v_offset) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void kv_cache::copy_prefix(const kv_cache& from, std::uint32_t n) noexcept {
+    assert(can_copy_prefix(from, n));
+    for (const auto& l : layers_) {
+        const std::size_t k_bytes = std::size_t{n} * l.spec.k_dim * elem_;
+        const std::size_t v_bytes = std::size_t{n} * l.spec.v_dim * elem_;
+        std::copy_n(from.data_.data() + l.k_offset, k_bytes, data_.data() + l.k_offset);
+        std::copy_n(from.data_.data() + l.v_offset, v_bytes, data_.data() + l.v_offset);
+    }
+    used_ = n;
+}
+
 } // namespace sluice::models

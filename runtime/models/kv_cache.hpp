@@ -74,6 +74,12 @@ public:
     [[nodiscard]] std::byte* value_row(std::uint32_t layer, std::size_t pos) noexcept {
         return values(layer) + (pos % layers_[layer].rows) * layers_[layer].spec.v_dim * elem_;
     }
+    /// Whether copy_prefix(from, n) may be used: the same layers, rows and element type, no recurrent state and no
+    /// ring shorter than the context on either side, and n <= from.size().
+    [[nodiscard]] bool can_copy_prefix(const kv_cache& from, std::uint32_t n) const noexcept;
+    /// Makes this cache hold `from`'s first `n` positions (another sequence's cached prompt prefix): copies their
+    /// key and value rows of every layer. Requires can_copy_prefix(from, n).
+    void copy_prefix(const kv_cache& from, std::uint32_t n) noexcept;
     /// Whether some layer keeps a recurrent state (its past can only be recovered from a saved copy).
     [[nodiscard]] bool has_state() const noexcept { return has_state_; }
     /// Every layer's recurrent state, back to back (what a state checkpoint saves).

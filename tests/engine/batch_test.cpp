@@ -5,6 +5,7 @@
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
 #include "runtime/models/forward.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/engine/tiny_model.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -342,6 +343,52 @@ TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
     EXPECT_EQ(again.error, "");
     EXPECT_EQ(again.tokens, alone[2].tokens);
     EXPECT_GT(again.summary.cached_tokens, 0u);
+}
+
+// Cross-slot prompt reuse: a session whose own cache is empty copies the longest prefix another session of the model
+// holds (`cached_tokens` says how much), and answers as a session on a separate copy of the model that computed
+// the whole prompt.
+TEST(concurrent_sessions, a_new_session_copies_the_longest_prefix_another_session_holds) {
+    const auto m = load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
+    const auto separate =
+        load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
+    const auto qs = questions(3);
+    // Two turns of one conversation: the second repeats the first and its answer.
+    auto first = greedy(qs[0]);
+    session a(m);
+    outcome turn1;
+    run_sync<bool>([&]() -> boost::asio::awaitable<bool> {
+        co_await consume(a, first, turn1);
+        co_return true;
+    });
+    ASSERT_EQ(turn1.error, "");
+    auto second = greedy(qs[1]);
+    const std::string answer = m->vocab().decode(turn1.tokens, {.skip_special = true});
+    second.messages = boost::json::array{boost::json::object{{"role", "user"}, {"content", qs[0]}},
+                                         boost::json::object{{"role", "assistant"}, {"content", answer}},
+                                         boost::json::object{{"role", "user"}, {"content", qs[1]}}};
+    session b(m); // empty: everything it reuses comes from `a`
+    outcome reused, fresh;
+    run_sync<bool>([&]() -> boost::asio::awaitable<bool> {
+        co_await consume(b, second, reused);
+        co_return true;
+    });
+    session c(separate);
+    run_sync<bool>([&]() -> boost::asio::awaitable<bool> {
+        co_await consume(c, second, fresh);
+        co_return true;
+    });
+    EXPECT_EQ(reused.error, "");
+    EXPECT_GT(reused.summary.cached_tokens, 10u);
+    EXPECT_EQ(fresh.summary.cached_tokens, 0u);
+    EXPECT_EQ(reused.tokens, fresh.tokens);
+    // The donor is intact: its own next turn reuses its whole conversation and answers as the fresh copy does.
+    outcome donor_next;
+    run_sync<bool>([&]() -> boost::asio::awaitable<bool> {
+        co_await consume(a, second, donor_next);
+        co_return true;
+    });
+    EXPECT_EQ(donor_next.tokens, fresh.tokens);
 }
 
 } // namespace

@@ -267,7 +267,7 @@ TEST(metrics, promtool_check_metrics_accepts_a_scrape) {
                         "NOT checked by promtool";
     }
     // A resident model and one whose experts stream (labelled per-layer series, a filled disk histogram).
-    const std::vector<std::string> plan_args{"--ctx", "512"};
+    const std::vector<std::string> plan_args{"--ctx", "512", "--parallel", "1"};
     auto streaming = plan_args;
     streaming.insert(streaming.end(),
                      {"--memory-budget", std::to_string(streaming_budget(plan_args, 4)), "--disk-bandwidth", "1"});
