@@ -29,7 +29,7 @@ struct model::state {
     std::optional<tokenizer::tokenizer> vocab;
     std::optional<chat::template_source> chat_template;
     std::optional<result<chat::jinja_template>> parsed_template;
-    std::unique_ptr<runtime::compute_pool> pool;
+    std::shared_ptr<runtime::compute_pool> pool; ///< a draft model shares its target's
     std::unique_ptr<experts::expert_source> experts;
     const experts::expert_cache* cache = nullptr; ///< `experts` when it is a cache
     std::unique_ptr<experts::routing_log> routing;
@@ -295,7 +295,12 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         co_return weights.error().with_context(path.string());
     }
     m->weights = std::move(*weights);
-    m->pool = std::make_unique<runtime::compute_pool>(options.n_threads);
+    m->pool = std::make_shared<runtime::compute_pool>(options.n_threads);
+    if (m->draft) {
+        // One set of compute threads: the draft and the target run one after the other, and a second pool's
+        // workers would spin on the cores the other one computes on.
+        m->draft->state_->pool = m->pool;
+    }
     if (m->plan.streams()) {
         experts::expert_cache_options cache_options;
         cache_options.slots = m->plan.cache_slots;

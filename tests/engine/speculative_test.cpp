@@ -297,32 +297,35 @@ double critical_value(int df) {
     return d * t * t * t;
 }
 
-/// Tokens 2 and 3 of `n` seeded samples (token 1 comes from the prefill, before any drafting).
-std::array<std::map<std::int32_t, int>, 2> sample_tokens(const std::shared_ptr<model>& m, generate_request req,
-                                                        int n, std::uint64_t first_seed) {
+/// Tokens 2 to 4 of `n` seeded samples (token 1 comes from the prefill, before any drafting).
+std::array<std::map<std::int32_t, int>, 3> sample_tokens(const std::shared_ptr<model>& m, generate_request req,
+                                                        int n, std::uint64_t first_seed, std::uint32_t& drafted) {
     session s(m);
-    std::array<std::map<std::int32_t, int>, 2> counts;
+    std::array<std::map<std::int32_t, int>, 3> counts;
     for (int i = 0; i < n; ++i) {
         req.sampling.seed = first_seed + static_cast<std::uint64_t>(i);
         const auto o = generate(s, req);
         EXPECT_TRUE(o.error.empty()) << o.error;
-        if (o.tokens.size() >= 3) {
-            ++counts[0][o.tokens[1]];
-            ++counts[1][o.tokens[2]];
+        for (std::size_t pos = 1; pos < std::min<std::size_t>(o.tokens.size(), 4); ++pos) {
+            ++counts[pos - 1][o.tokens[pos]];
         }
+        drafted += o.summary.drafted_tokens;
     }
     return counts;
 }
 
 void expect_target_distribution(const std::shared_ptr<model>& m, generate_request req, speculative_params params) {
-    constexpr int n = 1500;
-    req.max_tokens = 3;
+    constexpr int n = 1000;
+    req.max_tokens = 5; // tokens 2 to 4 can all be drafted ones (the last step's own token is the fifth)
     req.ignore_eos = true;
     req.speculative.mode = speculative_mode::off;
-    const auto plain = sample_tokens(plain_model(), req, n, 1);
+    std::uint32_t drafted = 0;
+    const auto plain = sample_tokens(plain_model(), req, n, 1, drafted);
+    ASSERT_EQ(drafted, 0u);
     req.speculative = params;
-    const auto fast = sample_tokens(m, req, n, 1'000'000);
-    for (std::size_t pos = 0; pos < 2; ++pos) {
+    const auto fast = sample_tokens(m, req, n, 1'000'000, drafted);
+    EXPECT_GT(drafted, static_cast<std::uint32_t>(n / 2)); // the drafts were verified, not skipped
+    for (std::size_t pos = 0; pos < plain.size(); ++pos) {
         const auto [stat, df] = chi_square(plain[pos], fast[pos]);
         ASSERT_GT(df, 0) << "token " << pos + 2 << ": one category only; the test would prove nothing";
         EXPECT_LT(stat, critical_value(df)) << "token " << pos + 2 << ": chi-square " << stat << " with " << df
