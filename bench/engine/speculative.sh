@@ -6,7 +6,9 @@
 #
 # Usage: bench/engine/speculative.sh [rounds=3] [threads=2]
 # MODEL (default models/sluice-tiny-moe.gguf), DRAFT (default models/sluice-tiny-draft.gguf if present, else
-# MODEL itself: a self-draft, every draft accepted), N (tokens per prompt, default 128). Needs jq.
+# MODEL itself: a self-draft, every draft accepted), N (tokens per prompt, default 128), BUDGET (a
+# --memory-budget; with one that streams the experts, the table adds expert reads and bytes read per token),
+# EXTRA (more `sluice run` flags for the speculative modes, e.g. "--draft-fixed --draft-max 4"). Needs jq.
 # Run it through bench/quiet.sh on a shared machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,16 +34,22 @@ prompts=(
 )
 modes=(off lookup draft)
 flags_off=()
-flags_lookup=(--lookup)
-flags_draft=(--draft "$DRAFT")
+read -ra extra_flags <<<"${EXTRA:-}"
+flags_lookup=(--lookup "${extra_flags[@]}")
+flags_draft=(--draft "$DRAFT" "${extra_flags[@]}")
+budget_flags=()
+[[ -n "${BUDGET:-}" ]] && budget_flags=(--memory-budget "$BUDGET" --disk-bandwidth 1)
 
-declare -A tokens ms drafted accepted ref mismatches
-for m in "${modes[@]}"; do tokens[$m]=0; ms[$m]=0; drafted[$m]=0; accepted[$m]=0; mismatches[$m]=0; done
+declare -A tokens ms drafted accepted ref mismatches misses bytes generated
+for m in "${modes[@]}"; do
+    tokens[$m]=0; ms[$m]=0; drafted[$m]=0; accepted[$m]=0; mismatches[$m]=0; misses[$m]=0; bytes[$m]=0; generated[$m]=0
+done
 
 one() { # mode prompt -> json
     local mode=$1 p=$2 kind=${2%%:*} text=${2#*:}
     local -n extra="flags_$mode"
-    local args=(run -m "$model" -p "$text" -n "$n" --temp 0 --threads "$threads" --json --ignore-eos "${extra[@]}")
+    local args=(run -m "$model" -p "$text" -n "$n" --temp 0 --threads "$threads" --json --ignore-eos
+        "${budget_flags[@]}" "${extra[@]}")
     [[ $kind == chat ]] && args+=(--chat)
     "$sluice" "${args[@]}" 2>/dev/null
 }
@@ -57,8 +65,12 @@ for ((r = 0; r < rounds; r++)); do
             if [[ -n "${ref[$i]:-}" && $m != off && "$toks" != "${ref[$i]}" ]]; then
                 mismatches[$m]=$((mismatches[$m] + 1))
             fi
-            read -r t d dr ac < <(jq -r '[(.timings.per_token_ms | length) - 1, .timings.decode_ms,
-                (.speculative.drafted_tokens // 0), (.speculative.accepted_tokens // 0)] | @tsv' <<<"$out")
+            read -r t d dr ac mi by g < <(jq -r '[(.timings.per_token_ms | length) - 1, .timings.decode_ms,
+                (.speculative.drafted_tokens // 0), (.speculative.accepted_tokens // 0),
+                (.experts.misses // 0), (.experts.bytes_read // 0), (.tokens | length)] | @tsv' <<<"$out")
+            misses[$m]=$((misses[$m] + mi))
+            bytes[$m]=$((bytes[$m] + by))
+            generated[$m]=$((generated[$m] + g))
             tokens[$m]=$((tokens[$m] + t))
             ms[$m]=$(jq -n "${ms[$m]} + $d")
             drafted[$m]=$((drafted[$m] + dr))
@@ -67,11 +79,14 @@ for ((r = 0; r < rounds; r++)); do
     done
 done
 
-echo "model $(basename "$model"), draft $(basename "$DRAFT"), $rounds rounds x ${#prompts[@]} prompts x $n tokens, $threads threads"
-printf '%-7s %8s %10s %9s %8s %8s %8s %10s\n' mode tokens decode_ms tok/s drafted accepted speedup mismatches
+echo "model $(basename "$model"), draft $(basename "$DRAFT"), $rounds rounds x ${#prompts[@]} prompts x $n tokens," \
+    "$threads threads, budget ${BUDGET:-default}, extra flags: ${EXTRA:-none}"
+printf '%-7s %8s %10s %9s %8s %8s %8s %10s %14s %14s\n' mode tokens decode_ms tok/s drafted accepted speedup \
+    mismatches expert_reads/t MB_read/t
 base=$(jq -n "${tokens[off]} * 1000 / ${ms[off]}")
 for m in "${modes[@]}"; do
     rate=$(jq -n "${tokens[$m]} * 1000 / ${ms[$m]}")
-    printf '%-7s %8d %10.1f %9.1f %8d %8d %7.2fx %10d\n' "$m" "${tokens[$m]}" "${ms[$m]}" "$rate" "${drafted[$m]}" \
-        "${accepted[$m]}" "$(jq -n "$rate / $base")" "${mismatches[$m]}"
+    printf '%-7s %8d %10.1f %9.1f %8d %8d %7.2fx %10d %14.1f %14.2f\n' "$m" "${tokens[$m]}" "${ms[$m]}" "$rate" \
+        "${drafted[$m]}" "${accepted[$m]}" "$(jq -n "$rate / $base")" "${mismatches[$m]}" \
+        "$(jq -n "${misses[$m]} / ${generated[$m]}")" "$(jq -n "${bytes[$m]} / ${generated[$m]} / 1e6")"
 done

@@ -138,7 +138,7 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         return 0; // measure what one token costs first (and now and then again)
     }
     if (!measured_verify_) {
-        return limit;
+        return std::min<std::uint32_t>(limit, 3); // a first, short measurement of drafting and verifying
     }
     if (off_) {
         if (++since_probe_ < probe) {
