@@ -329,6 +329,33 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
     return o;
 }
 
+/// `inspect --plan --draft FILE`: the draft model's plan (resident) with the target's context and sequences, as
+/// model::load plans it before the target.
+result<memory_plan> plan_draft(const std::string& path, plan_inputs in) {
+    auto files = gguf::model_files::open(path, gguf::header_mode::header_only);
+    if (!files) {
+        return files.error().with_context("--draft");
+    }
+    const models::architecture* arch = nullptr;
+    auto hp = models::load_hparams(files->kv(), arch);
+    if (!hp) {
+        return hp.error().with_context("--draft " + path);
+    }
+    auto layout = experts::make_expert_layout(*files, *hp);
+    if (!layout) {
+        return layout.error().with_context("--draft " + path);
+    }
+    in.cache_layout = models::cache_layout_of(*arch, *hp);
+    auto plan = plan_memory(*files, *hp, *layout, in);
+    if (!plan) {
+        return plan.error().with_context("--draft " + path);
+    }
+    if (plan->streams()) {
+        return make_error(std::errc::not_enough_memory, "--draft " + path + ": does not fit resident in the budget");
+    }
+    return plan;
+}
+
 /// `inspect --plan`: prints the memory plan of `files` as one JSON object; returns the exit status.
 int run_plan(const inspect_options& opts, const gguf::model_files& files) {
     auto mem = check_memory_flags(opts.memory);
@@ -369,12 +396,33 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         in.disk_bandwidth = *bw;
         source = "probe";
     }
+    std::optional<memory_plan> draft;
+    if (!opts.draft.empty()) {
+        if (in.budget == 0) {
+            in.budget = default_memory_budget();
+        }
+        auto d = plan_draft(opts.draft, in);
+        if (!d) {
+            std::cerr << "sluice inspect: " << d.error().message << "\n";
+            return 1;
+        }
+        draft = std::move(*d);
+        in.budget -= std::min(in.budget, draft->planned_bytes());
+    }
     auto plan = plan_memory(files, *hp, *layout, in);
     if (!plan) {
-        std::cerr << "sluice inspect: " << opts.path << ": " << plan.error().message << "\n";
+        std::cerr << "sluice inspect: " << opts.path << ": " << plan.error().message
+                  << (draft ? " (after the draft's " + std::to_string(draft->planned_bytes()) + " bytes)" : "") << "\n";
         return 1;
     }
+    if (draft) {
+        plan->budget += draft->planned_bytes();
+        plan->draft_bytes = draft->planned_bytes();
+    }
     auto o = to_json(*plan);
+    if (draft) {
+        o["draft"] = to_json(*draft);
+    }
     if (!opts.routing.empty()) {
         auto routing = routing_json(opts, *plan, *layout, *hp);
         if (!routing) {
@@ -479,6 +527,10 @@ void add_inspect_command(CLI::App& app) {
                                     "--plan: replay this routing recording (sluice run --record-routing) through the "
                                     "planned expert cache: hit rate, bytes per token and speed bound under it")
                         ->needs(plan);
+    cmd->add_option("--draft", opts->draft,
+                    "--plan: a draft model for speculative decoding, planned resident first (its weights, KV caches "
+                    "and buffers); the model gets the rest of the budget")
+        ->needs(plan);
     cmd->add_option("--policy", opts->policy, "--routing: the cache's replacement policy (lru or lfu)")
         ->capture_default_str()
         ->check(CLI::IsMember({"lru", "lfu"}))

@@ -119,6 +119,12 @@ json::object report_json(const run_report& r) {
     if (r.experts) {
         out["experts"] = experts_json(*r.experts);
     }
+    if (s.verify_steps > 0) {
+        out["speculative"] = json::object{{"drafted_tokens", s.drafted_tokens},
+                                          {"accepted_tokens", s.accepted_tokens},
+                                          {"verify_steps", s.verify_steps},
+                                          {"draft_ms", s.draft_ms}};
+    }
     return out;
 }
 
@@ -129,6 +135,11 @@ void print_statistics(const run_report& r) {
     const auto decode = decode_of(r);
     std::fprintf(stderr, "generated  %u tokens, %zu decode steps in %.1f ms, %.1f tokens/s\n", s.completion_tokens,
                  decode.steps, decode.ms, decode.per_second());
+    if (s.verify_steps > 0) {
+        std::fprintf(stderr, "drafts     %u drafted, %u accepted (%.0f%%) in %u verifications, %.1f ms drafting\n",
+                     s.drafted_tokens, s.accepted_tokens, 100.0 * s.accepted_tokens / s.drafted_tokens,
+                     s.verify_steps, s.draft_ms);
+    }
     std::fprintf(stderr, "finish     %s (seed %llu)\n", std::string(to_string(s.reason)).c_str(),
                  static_cast<unsigned long long>(r.seed));
     if (r.experts) {
@@ -249,6 +260,11 @@ int run_run(const run_options& given) {
     model_opts.template_limits = opts.template_limits;
     model_opts.special_tokens_in_content = opts.special_tokens_in_content;
     memory->apply_to(model_opts);
+    if (auto ok = check_speculative_flags(opts.speculative); !ok) {
+        std::cerr << "sluice run: " << ok.error().message << "\n";
+        return 1;
+    }
+    opts.speculative.apply_to(model_opts);
 
     asio::io_context ioc;
     asio::cancellation_signal cancel;
@@ -298,6 +314,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
     cmd->add_flag("--json", o->json, "Print one JSON object (tokens, text, timings) instead of streaming text");
     add_memory_flags(*cmd, o->memory);
+    add_speculative_flags(*cmd, o->speculative);
     add_record_routing_option(*cmd, o->record_routing);
     add_template_flags(*cmd, o->template_limits, o->special_tokens_in_content);
     cmd->callback([o] {

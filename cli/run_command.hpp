@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli/memory_flags.hpp"
+#include "cli/speculative_flags.hpp"
 #include "runtime/chat/limits.hpp"
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@ struct run_options {
     bool ignore_eos = false;
     bool json = false;
     memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
+    speculative_flags speculative; ///< --draft, --draft-max, --draft-optional, --lookup
     std::string record_routing; ///< --record-routing FILE
     chat::template_limits template_limits; ///< --template-max-*
     bool special_tokens_in_content = false; ///< --special-tokens-in-content

@@ -5,6 +5,7 @@
 #include "cli/common_flags.hpp"
 #include "cli/default_model.hpp"
 #include "cli/memory_flags.hpp"
+#include "cli/speculative_flags.hpp"
 
 #include "server/server.hpp"
 #include "server/server_options.hpp"
@@ -22,6 +23,7 @@ struct serve_args {
     std::string timeout = "30s";
     std::string shutdown_grace = "5s";
     memory_flags memory;
+    speculative_flags speculative;
 };
 
 int run_serve(serve_args& args) {
@@ -58,6 +60,15 @@ int run_serve(serve_args& args) {
     args.options.memory_budget = memory->budget;
     args.options.disk_bandwidth = memory->disk_bandwidth;
     args.options.prefetch = memory->prefetch;
+    if (auto ok = check_speculative_flags(args.speculative); !ok) {
+        std::cerr << "sluice serve: " << ok.error().message << "\n";
+        return 1;
+    }
+    args.options.draft = args.speculative.draft;
+    args.options.draft_max = args.speculative.draft_max;
+    args.options.draft_optional = args.speculative.draft_optional;
+    args.options.lookup = args.speculative.lookup;
+    args.options.draft_fixed = args.speculative.fixed;
     args.options.max_body = *body;
     args.options.timeout = *timeout;
     return server::run_server(args.options);
@@ -91,6 +102,7 @@ void add_serve_command(CLI::App& app) {
                     "After SIGTERM, how long running generations may finish before they are stopped (0s: at once)")
         ->capture_default_str();
     add_memory_flags(*cmd, a->memory);
+    add_speculative_flags(*cmd, a->speculative);
     add_record_routing_option(*cmd, o.record_routing);
     add_template_flags(*cmd, o.template_limits, o.special_tokens_in_content);
     cmd->callback([a] {

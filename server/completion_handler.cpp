@@ -282,6 +282,11 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
         auto res = error_response(parsed.error(), version, keep_alive);
         co_return co_await write_response(stream, std::move(res), st.options.timeout);
     }
+    if (parsed->generate.speculative.mode == speculative_mode::draft && !st.loaded->draft()) {
+        const auto e = bad_request("speculative.mode \"draft\": the server runs without a draft model (--draft)",
+                                   "speculative.mode", "invalid_value");
+        co_return co_await write_response(stream, error_response(e, version, keep_alive), st.options.timeout);
+    }
     // Render and count the prompt before queueing: a template error or a prompt longer than the context is
     // the client's error (400), reported with the counts.
     auto prompt = co_await prompt_tokens_for(st, *parsed);

@@ -1,6 +1,8 @@
 // The per-connection coroutine and the route table.
 #include "server/http_session.hpp"
 
+#include "runtime/engine/speculative.hpp"
+
 #include "server/anthropic_response.hpp"
 #include "server/api_error.hpp"
 #include "server/completion_handler.hpp"
@@ -76,6 +78,11 @@ http_response metrics_response(const http_request& req, const server_state& st) 
         now.memory_budget_bytes = st.loaded->plan().budget;
         now.streams_experts = st.loaded->plan().streams();
         now.experts = st.loaded->expert_counters();
+        const auto& spec = st.loaded->speculation();
+        const auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+        now.speculation = {get(spec.verify_steps),        get(spec.drafted),      get(spec.accepted),
+                           get(spec.verify_tokens),       get(spec.verify_expert_reads), get(spec.plain_tokens),
+                           get(spec.plain_expert_reads)};
     }
     http_response res{http::status::ok, req.version()};
     res.set(http::field::server, "sluice");

@@ -40,6 +40,12 @@ http_response handle_health(const http_request& req, const server_state& st) {
                       {"slots_busy", st.slots.busy()},
                       {"queued", st.slots.queued()},
                       {"memory", sluice::to_json(st.loaded->plan())}};
+    if (const auto& draft = st.loaded->draft()) { // its share of the budget is memory.draft_bytes
+        body["draft"] = json::object{{"model", draft->path().filename().string()},
+                                     {"memory", sluice::to_json(draft->plan())}};
+    } else if (!st.loaded->draft_warning().empty()) {
+        body["draft_warning"] = st.loaded->draft_warning();
+    }
     // A streaming model reads its file for every token: a file truncated (or unreadable) under the server is a
     // fault a load balancer must see, not only the requests that fail on it.
     const std::string file_fault = st.loaded->file_fault();

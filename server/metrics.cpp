@@ -125,6 +125,28 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
     render_buckets(out, "sluice_disk_read_seconds", bounds, c.latency_buckets, c.latency_sum_s);
 }
 
+/// Speculative decoding: what was drafted and accepted, and the expert reads behind each token with and without.
+void render_speculation(std::string& out, const server_metrics::sampled& now) {
+    const auto& c = now.speculation;
+    single(out, "sluice_speculative_verify_steps_total", "counter",
+           "Forward passes that verified drafted tokens (speculative decoding).", c.verify_steps);
+    single(out, "sluice_speculative_drafted_tokens_total", "counter", "Tokens drafted and verified.", c.drafted);
+    single(out, "sluice_speculative_accepted_tokens_total", "counter", "Drafted tokens the model accepted.",
+           c.accepted);
+    single(out, "sluice_speculative_tokens_total", "counter",
+           "Tokens produced by verification passes (accepted drafts plus one per pass).", c.verify_tokens);
+    single(out, "sluice_speculative_expert_reads_total", "counter",
+           "Experts read from disk during verification passes (streamed experts).", c.verify_expert_reads);
+    const auto ratio = [](std::uint64_t a, std::uint64_t b) { return b ? static_cast<double>(a) / b : 0.0; };
+    header(out, "sluice_speculative_expert_reads_per_token", "gauge",
+           "Experts read from disk per token produced by verification passes (streamed experts).");
+    out += "sluice_speculative_expert_reads_per_token " + number(ratio(c.verify_expert_reads, c.verify_tokens)) + "\n";
+    single(out, "sluice_decode_plain_tokens_total", "counter", "Tokens of one-token decode steps.", c.plain_tokens);
+    header(out, "sluice_decode_plain_expert_reads_per_token", "gauge",
+           "Experts read from disk per token of one-token decode steps (streamed experts).");
+    out += "sluice_decode_plain_expert_reads_per_token " + number(ratio(c.plain_expert_reads, c.plain_tokens)) + "\n";
+}
+
 std::mutex statuses_mutex;
 std::unordered_map<const void*, unsigned> statuses;
 
@@ -185,6 +207,7 @@ std::string server_metrics::render(const sampled& now) const {
     single(out, "sluice_model_resident_bytes", "gauge", "Bytes of model weights resident in memory.",
            now.model_resident_bytes);
     render_streaming(out, now);
+    render_speculation(out, now);
     return out;
 }
 

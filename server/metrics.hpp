@@ -59,6 +59,11 @@ public:
         /// The expert cache's counters (all zero, one entry per layer, when the model is resident; no layers
         /// while loading).
         experts::expert_cache_counters experts;
+        /// Speculative decoding (runtime/engine/speculative.hpp counters, copied).
+        struct speculation_counts {
+            std::uint64_t verify_steps = 0, drafted = 0, accepted = 0, verify_tokens = 0, verify_expert_reads = 0;
+            std::uint64_t plain_tokens = 0, plain_expert_reads = 0;
+        } speculation;
     };
     /// The whole exposition text.
     [[nodiscard]] std::string render(const sampled& now) const;

@@ -567,7 +567,57 @@ maybe_error read_limits_and_stream(const json::object& o, completion_request& ou
     return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 27> chat_keys{"ignore_eos",
+/// Sluice's extension: {"speculative": {"mode": "off" | "lookup" | "draft", "max_draft": K}} (docs/SERVER.md).
+maybe_error read_speculative(const json::object& o, generate_request& g) {
+    const auto* v = find(o, "speculative");
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!v->is_object()) {
+        return wrong_type("speculative", "an object", *v);
+    }
+    const auto& so = v->get_object();
+    static constexpr std::array<std::string_view, 3> keys{"mode", "max_draft", "adaptive"};
+    if (auto e = reject_unknown(so, keys, "speculative.")) {
+        return e;
+    }
+    std::string mode;
+    if (auto e = read_string(so, "mode", mode)) {
+        e->message = "speculative." + e->message;
+        e->param = "speculative.mode";
+        return e;
+    }
+    if (find(so, "mode") != nullptr) {
+        const auto parsed = parse_speculative_mode(mode);
+        if (!parsed) {
+            return bad_request("speculative.mode must be \"off\", \"lookup\" or \"draft\", got \"" + mode + "\"",
+                               "speculative.mode", "invalid_value");
+        }
+        g.speculative.mode = *parsed;
+    }
+    std::optional<std::int64_t> max_draft;
+    if (auto e = read_int(so, "max_draft", 1, 64, max_draft)) {
+        e->message = "speculative." + e->message;
+        e->param = "speculative.max_draft";
+        return e;
+    }
+    if (max_draft) {
+        g.speculative.max_draft = static_cast<std::uint32_t>(*max_draft);
+    }
+    bool adaptive = true;
+    if (auto e = read_bool(so, "adaptive", adaptive)) {
+        e->message = "speculative." + e->message;
+        e->param = "speculative.adaptive";
+        return e;
+    }
+    if (find(so, "adaptive") != nullptr) {
+        g.speculative.adaptive = adaptive;
+    }
+    return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 28> chat_keys{"speculative",
+                                                     "ignore_eos",
                                                      "grammar",
                                                      "chat_template_kwargs",
                                                      "reasoning_effort",
@@ -595,7 +645,8 @@ constexpr std::array<std::string_view, 27> chat_keys{"ignore_eos",
                                                      "top_logprobs",
                                                      "response_format"};
 
-constexpr std::array<std::string_view, 23> completion_keys{"ignore_eos",
+constexpr std::array<std::string_view, 24> completion_keys{"speculative",
+                                                           "ignore_eos",
                                                            "grammar",
                                                            "response_format",
                                                            "model",
@@ -665,6 +716,9 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
         return *e;
     }
     if (auto e = read_limits_and_stream(o, out)) {
+        return *e;
+    }
+    if (auto e = read_speculative(o, out.generate)) {
         return *e;
     }
     return out;

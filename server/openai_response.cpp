@@ -96,12 +96,19 @@ json::object usage_json(const generation_summary& s) {
 
 json::object timings_json(const generation_summary& s) {
     const std::uint32_t prompt_n = s.prompt_tokens - s.cached_tokens;
-    return json::object{{"prompt_n", prompt_n},
-                        {"prompt_ms", s.prompt_ms},
-                        {"prompt_per_second", per_second(prompt_n, s.prompt_ms)},
-                        {"predicted_n", s.completion_tokens},
-                        {"predicted_ms", s.decode_ms},
-                        {"predicted_per_second", per_second(s.completion_tokens, s.decode_ms)}};
+    json::object t{{"prompt_n", prompt_n},
+                   {"prompt_ms", s.prompt_ms},
+                   {"prompt_per_second", per_second(prompt_n, s.prompt_ms)},
+                   {"predicted_n", s.completion_tokens},
+                   {"predicted_ms", s.decode_ms},
+                   {"predicted_per_second", per_second(s.completion_tokens, s.decode_ms)}};
+    if (s.verify_steps > 0) { // speculative decoding (llama.cpp's names for the first two)
+        t["draft_n"] = s.drafted_tokens;
+        t["draft_n_accepted"] = s.accepted_tokens;
+        t["draft_verify_steps"] = s.verify_steps;
+        t["draft_ms"] = s.draft_ms;
+    }
+    return t;
 }
 
 std::string_view choice_finish_reason(const generation_summary& s, const choice_output& out) noexcept {
@@ -115,6 +122,10 @@ void add_choice_summary(generation_summary& total, const generation_summary& mor
     total.completion_tokens += more.completion_tokens;
     total.decode_ms += more.decode_ms;
     total.prompt_ms += more.prompt_ms;
+    total.drafted_tokens += more.drafted_tokens;
+    total.accepted_tokens += more.accepted_tokens;
+    total.verify_steps += more.verify_steps;
+    total.draft_ms += more.draft_ms;
 }
 
 json::object full_response(const response_meta& meta, std::span<const finished_choice> choices,

@@ -90,6 +90,12 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.prefetch = st.options.prefetch;
     opts.template_limits = st.options.template_limits;
     opts.special_tokens_in_content = st.options.special_tokens_in_content;
+    opts.draft_model = st.options.draft;
+    opts.draft_max = st.options.draft_max;
+    opts.draft_optional = st.options.draft_optional;
+    opts.draft_adaptive = !st.options.draft_fixed;
+    opts.speculative = !st.options.draft.empty() ? speculative_mode::draft
+                                                 : (st.options.lookup ? speculative_mode::lookup : speculative_mode::off);
     std::fprintf(stderr, "sluice serve: loading %s\n", st.options.model.c_str());
     // One line per quarter: readable in a terminal and in a log file alike.
     auto progress = [quarter = 0](std::uint64_t done, std::uint64_t total) mutable {

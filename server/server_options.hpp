@@ -33,6 +33,11 @@ struct server_options {
     chat::template_limits template_limits;     ///< what rendering a chat template may use per request
     bool special_tokens_in_content = false;    ///< old behaviour: control-token text in messages is parsed
     std::string record_routing;                ///< --record-routing: model::set_routing (empty: none)
+    std::string draft;                         ///< --draft: model_options::draft_model (empty: none)
+    std::uint32_t draft_max = 8;               ///< --draft-max: model_options::draft_max
+    bool draft_optional = false;               ///< --draft-optional: model_options::draft_optional
+    bool lookup = false;                       ///< --lookup: prompt lookup is the default mode (without --draft)
+    bool draft_fixed = false;                  ///< --draft-fixed: model_options::draft_adaptive = false
 };
 
 /// Parses a byte size: a non-negative integer with an optional unit B, KB, MB, GB (powers of 1000) or

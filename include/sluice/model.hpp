@@ -39,6 +39,9 @@ class compute_pool;
 namespace grammar {
 class token_trie;
 }
+namespace speculation {
+struct counters;
+}
 } // namespace sluice
 
 namespace sluice {
@@ -99,6 +102,13 @@ public:
     /// Sessions created afterwards record or replay; call it before creating any. Errors: no routed experts, a
     /// recording of another geometry, a file that cannot be created, read or parsed (named with the field).
     result<void> set_routing(const std::string& record_to, const std::string& replay_from);
+    /// The draft model loaded with options().draft_model (resident, same vocabulary, inside the budget: plan()
+    /// counts it as draft_bytes); null without one, or when draft_optional dropped it (see draft_warning()).
+    [[nodiscard]] const std::shared_ptr<model>& draft() const noexcept;
+    /// Why the draft model was not loaded (draft_optional and a budget that cannot hold both); empty otherwise.
+    [[nodiscard]] const std::string& draft_warning() const noexcept;
+    /// Speculative decoding's counters over all sessions (thread-safe).
+    [[nodiscard]] speculation::counters& speculation() const noexcept;
     /// The routing recorded or replayed (set_routing); nullptr when neither.
     [[nodiscard]] experts::routing_log* routing() noexcept;
     /// The batch engine every session on this model runs its forward passes through (created on first use, and
@@ -108,6 +118,10 @@ public:
 private:
     struct state;
     model();
+    /// Loads options().draft_model for `target` (whose tokenizer is built) within `budget`, resident.
+    static boost::asio::awaitable<result<std::shared_ptr<model>>> load_draft(const model& target,
+                                                                             std::uint64_t budget);
+    [[nodiscard]] bool cache_has_state() const;
     std::unique_ptr<state> state_;
 };
 

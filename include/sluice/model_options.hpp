@@ -2,11 +2,13 @@
 #pragma once
 
 #include "sluice/io_options.hpp"
+#include "sluice/speculative.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace sluice {
 
@@ -68,6 +70,17 @@ struct model_options {
     std::uint32_t state_checkpoints = 4;
     /// Models with recurrent layers: a long prefill takes a checkpoint every this many positions.
     std::uint32_t checkpoint_interval = 512;
+    /// A draft model for speculative decoding (same vocabulary; empty: none). It is held resident inside
+    /// memory_budget: its weights, KV caches and buffers are planned first and the target gets the rest.
+    std::string draft_model;
+    /// When the budget cannot hold the draft and the target: true loads the target alone (model::draft_warning()
+    /// says why), false fails the load with the numbers.
+    bool draft_optional = false;
+    /// Speculation of generations that do not choose (generate_request::speculative): off, lookup, or draft
+    /// (needs draft_model).
+    speculative_mode speculative = speculative_mode::off;
+    std::uint32_t draft_max = 8; ///< most tokens drafted per step (the step adapts below it)
+    bool draft_adaptive = true;  ///< false: every step drafts draft_max tokens (speculative_params::adaptive)
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.

@@ -5,6 +5,7 @@
 #include "sluice/error.hpp"
 #include "sluice/model.hpp"
 #include "sluice/sampling.hpp"
+#include "sluice/speculative.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -39,6 +40,7 @@ struct generate_request {
     /// with finish_reason::stop once nothing but end-of-generation can follow. An invalid grammar fails the
     /// first next() with std::errc::invalid_argument ("grammar: line 2, column 5: ...").
     std::string grammar;
+    speculative_params speculative; ///< drafted tokens verified in one forward pass (same output; faster decode)
 };
 
 /// Why a generation ended.
@@ -73,6 +75,10 @@ struct generation_summary {
     double prompt_ms = 0.0;              ///< prefill time (the tokens not reused)
     double decode_ms = 0.0;              ///< time of all decode steps
     std::string stopped_by;              ///< the stop string that ended it, if any
+    std::uint32_t drafted_tokens = 0;    ///< speculation: tokens drafted and verified
+    std::uint32_t accepted_tokens = 0;   ///< of those, accepted by the target
+    std::uint32_t verify_steps = 0;      ///< forward passes that verified drafts
+    double draft_ms = 0.0;               ///< of decode_ms, time spent drafting
 };
 
 class session;

@@ -289,7 +289,7 @@ std::uint64_t default_memory_budget() {
 }
 
 std::uint64_t memory_plan::planned_bytes() const noexcept {
-    return resident_bytes + cache_bytes + kv_bytes + checkpoint_bytes + compute_bytes;
+    return resident_bytes + cache_bytes + kv_bytes + checkpoint_bytes + compute_bytes + draft_bytes;
 }
 
 result<memory_plan> plan_memory(const gguf::model_files& files, const models::model_hparams& hp,
@@ -368,6 +368,7 @@ boost::json::object to_json(const memory_plan& plan) {
         {"state_bytes_per_sequence", plan.state_bytes},
         {"checkpoint_bytes", plan.checkpoint_bytes},
         {"compute_bytes", plan.compute_bytes},
+        {"draft_bytes", plan.draft_bytes},
         {"cache_bytes", plan.cache_bytes},
         {"cache_slots", plan.cache_slots},
         {"slot_bytes", plan.slot_bytes},

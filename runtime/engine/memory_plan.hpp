@@ -54,6 +54,7 @@ struct memory_plan {
     std::uint64_t state_bytes = 0;   ///< of which one sequence's recurrent state (models with recurrent layers)
     std::uint64_t checkpoint_bytes = 0; ///< the prompt cache's state checkpoints of all n_seq sequences
     std::uint64_t compute_bytes = 0; ///< forward-pass buffers and fixed overhead
+    std::uint64_t draft_bytes = 0;   ///< a draft model's whole plan (weights, KV caches, buffers); 0 without one
     /// resident: dense + expert bytes; stream_experts: dense bytes (the cache is counted apart).
     std::uint64_t resident_bytes = 0;
     std::uint64_t cache_bytes = 0;    ///< expert cache (slots * slot_bytes); 0 when resident
@@ -66,7 +67,7 @@ struct memory_plan {
     double tokens_per_s_bound = 0;               ///< disk_bandwidth / read_bytes_per_token (0: unknown/none)
 
     [[nodiscard]] bool streams() const noexcept { return strategy == strategy_kind::stream_experts; }
-    /// The total the plan holds: resident + cache + KV + compute bytes (never above the budget).
+    /// The total the plan holds: resident + cache + KV + compute + draft bytes (never above the budget).
     [[nodiscard]] std::uint64_t planned_bytes() const noexcept;
 };
 

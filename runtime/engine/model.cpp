@@ -2,6 +2,8 @@
 #include "runtime/engine/model.hpp"
 
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/speculative.hpp"
+
 #include "runtime/experts/expert_cache.hpp"
 #include "runtime/experts/routing_log.hpp"
 #include "runtime/grammar/token_mask.hpp"
@@ -10,6 +12,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -27,12 +30,15 @@ struct model::state {
     std::optional<tokenizer::tokenizer> vocab;
     std::optional<chat::template_source> chat_template;
     std::optional<result<chat::jinja_template>> parsed_template;
-    std::unique_ptr<runtime::compute_pool> pool;
+    std::shared_ptr<runtime::compute_pool> pool; ///< a draft model shares its target's
     std::unique_ptr<experts::expert_source> experts;
     const experts::expert_cache* cache = nullptr; ///< `experts` when it is a cache
     std::unique_ptr<experts::routing_log> routing;
     std::mutex engine_mu;
     std::shared_ptr<batch_engine> engine; ///< made by the first session (batch())
+    std::shared_ptr<model> draft;
+    std::string draft_warning;
+    std::unique_ptr<speculation::counters> speculation = std::make_unique<speculation::counters>();
     mutable std::once_flag trie_once;
     mutable std::shared_ptr<const grammar::token_trie> trie; ///< built by the first constrained generation
 };
@@ -82,6 +88,13 @@ runtime::compute_pool& model::pool() noexcept { return *state_->pool; }
 const models::model_weights& model::weights() const noexcept { return state_->weights; }
 experts::expert_source& model::experts() noexcept { return *state_->experts; }
 experts::routing_log* model::routing() noexcept { return state_->routing.get(); }
+const std::shared_ptr<model>& model::draft() const noexcept { return state_->draft; }
+const std::string& model::draft_warning() const noexcept { return state_->draft_warning; }
+speculation::counters& model::speculation() const noexcept { return *state_->speculation; }
+bool model::cache_has_state() const {
+    const auto layout = models::cache_layout_of(*state_->arch, state_->hp);
+    return std::any_of(layout.begin(), layout.end(), [](const auto& l) { return l.state_floats > 0; });
+}
 
 std::shared_ptr<batch_engine> model::batch() {
     auto* m = state_.get();
@@ -120,6 +133,49 @@ experts::expert_cache_counters model::expert_counters() const {
         return none;
     }
     return state_->cache->counters();
+}
+
+boost::asio::awaitable<result<std::shared_ptr<model>>> model::load_draft(const model& target, std::uint64_t budget) {
+    const auto& options = target.options();
+    auto draft_options = options;
+    draft_options.draft_model.clear();
+    draft_options.speculative = speculative_mode::off;
+    draft_options.memory_budget = budget;
+    draft_options.disk_bandwidth = 1; // no disk probe: a draft that does not fit resident is refused anyway
+    const std::string where = "draft model " + options.draft_model;
+    auto draft = co_await load(options.draft_model, draft_options);
+    if (!draft) {
+        co_return draft.error().with_context(where);
+    }
+    const auto& d = **draft;
+    if (d.streams_experts()) {
+        co_return make_error(std::errc::not_enough_memory,
+                             where + ": does not fit in memory within the budget (" + std::to_string(budget >> 20) +
+                                 " MiB); a draft must be resident");
+    }
+    if (d.cache_has_state()) {
+        co_return make_error(std::errc::invalid_argument,
+                             where + ": has recurrent layers, whose state cannot be cut back after a rejected draft");
+    }
+    // Same vocabulary: the same number of tokens with the same texts, so that token ids mean the same.
+    const auto& tv = target.vocab();
+    const auto& dv = d.vocab();
+    if (d.hparams().n_vocab != target.hparams().n_vocab || dv.size() != tv.size()) {
+        co_return make_error(std::errc::invalid_argument,
+                             where + ": its vocabulary has " + std::to_string(d.hparams().n_vocab) + " tokens (" +
+                                 std::to_string(dv.size()) + " in the tokenizer), the model's " +
+                                 std::to_string(target.hparams().n_vocab) + " (" + std::to_string(tv.size()) +
+                                 "); a draft needs the same vocabulary");
+    }
+    for (std::size_t id = 0; id < tv.size(); ++id) {
+        const auto t = static_cast<tokenizer::token_id>(id);
+        if (tv.token_text(t) != dv.token_text(t)) {
+            co_return make_error(std::errc::invalid_argument,
+                                 where + ": token " + std::to_string(id) + " differs from the model's (a draft " +
+                                     "needs the same vocabulary)");
+        }
+    }
+    co_return std::move(*draft);
 }
 
 boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesystem::path path, model_options options,
@@ -198,21 +254,56 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     in.disk_bandwidth = options.disk_bandwidth;
     in.cache_layout = models::cache_layout_of(*m->arch, m->hp);
     in.state_checkpoints = options.state_checkpoints;
+    if (in.budget == 0) {
+        in.budget = default_memory_budget();
+    }
+    const std::uint64_t budget = in.budget;
+    if (!options.draft_model.empty()) {
+        auto draft = co_await load_draft(*owner, budget);
+        if (!draft) {
+            co_return draft.error();
+        }
+        m->draft = std::move(*draft);
+        in.budget = budget - m->draft->plan().planned_bytes();
+    }
     auto plan = plan_memory(*m->files, m->hp, *layout, in);
+    if (!plan && m->draft && options.draft_optional) {
+        // The target comes first: it gets the whole budget and generates without the draft.
+        m->draft_warning = "the memory budget (" + std::to_string(budget >> 20) + " MiB) cannot hold the draft " +
+                           options.draft_model + " (" + std::to_string(m->draft->plan().planned_bytes() >> 20) +
+                           " MiB) and the target; loaded without the draft: " + plan.error().message;
+        std::fprintf(stderr, "sluice: warning: %s\n", m->draft_warning.c_str());
+        m->draft.reset();
+        in.budget = budget;
+        plan = plan_memory(*m->files, m->hp, *layout, in);
+    } else if (!plan && m->draft) {
+        co_return make_error(std::errc::not_enough_memory,
+                             path.string() + ": the memory budget (" + std::to_string(budget >> 20) +
+                                 " MiB) cannot hold the draft model " + options.draft_model + " (" +
+                                 std::to_string(m->draft->plan().planned_bytes() >> 20) +
+                                 " MiB planned) and this model (--draft-optional loads it alone): " +
+                                 plan.error().message);
+    }
     if (!plan) {
         co_return plan.error().with_context(path.string());
     }
     m->plan = std::move(*plan);
+    in.budget = budget;
     if (m->plan.streams() && options.disk_bandwidth <= 0) {
         // The speed bound needs the disk's random-read bandwidth: a short probe on the model file itself.
         auto measured = co_await probe_disk_bandwidth(**reader, *m->files, *layout);
         if (measured) {
             auto again = in;
             again.disk_bandwidth = *measured;
+            again.budget = m->plan.budget;
             if (auto replanned = plan_memory(*m->files, m->hp, *layout, again)) {
                 m->plan = std::move(*replanned);
             }
         }
+    }
+    if (m->draft) {
+        m->plan.budget = budget; // the draft's share is planned apart and shown as draft_bytes
+        m->plan.draft_bytes = m->draft->plan().planned_bytes();
     }
     // The reader belongs to the loading executor, which may be gone when the model is used: keep it local.
     auto weights = co_await models::model_weights::load(**reader, *m->files, *m->arch, m->hp, progress,
@@ -221,7 +312,12 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         co_return weights.error().with_context(path.string());
     }
     m->weights = std::move(*weights);
-    m->pool = std::make_unique<runtime::compute_pool>(options.n_threads);
+    m->pool = std::make_shared<runtime::compute_pool>(options.n_threads);
+    if (m->draft) {
+        // One set of compute threads: the draft and the target run one after the other, and a second pool's
+        // workers would spin on the cores the other one computes on.
+        m->draft->state_->pool = m->pool;
+    }
     if (m->plan.streams()) {
         experts::expert_cache_options cache_options;
         cache_options.slots = m->plan.cache_slots;

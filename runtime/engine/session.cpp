@@ -3,6 +3,7 @@
 
 #include "runtime/chat/content_guard.hpp"
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/speculative.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
 #include "runtime/grammar/token_mask.hpp"
@@ -16,6 +17,7 @@
 #include <cassert>
 #include <limits>
 #include <cmath>
+#include <deque>
 
 namespace sluice {
 
@@ -69,6 +71,8 @@ struct session::state {
     batch_engine& runner_;
     std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
     shared_sequence shared_{&cache_, &history_}; ///< what other sessions of the model may copy a prefix from
+    std::unique_ptr<speculation::draft_runner> draft_; ///< the draft model's sequence, made on first use
+    speculation::draft_controller controllers_[2];     ///< draft lengths: prompt lookup, draft model
 
     /// The recurrent states at one position of the history.
     struct state_checkpoint {
@@ -177,13 +181,22 @@ struct token_stream::state {
     /// (which is why a read or a wait failed).
     result<std::optional<token_event>> fail(error e, bool was_cancelled);
     std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
-                                          double ms);
+                                          double ms, bool accepted_by_sampler = false);
     boost::asio::awaitable<result<void>> start_grammar();
     /// Computes (or finds cached) the grammar's mask for the current state on the compute pool.
     boost::asio::awaitable<void> mask_on_pool();
     /// Samples the next token, through the grammar's mask when there is one; nullopt when no token is allowed.
     std::optional<runtime::sampled_token> sample(std::vector<token_logprob>& top);
     [[nodiscard]] model& owner() const noexcept { return *seq_->model_; }
+    /// Speculation (runtime/engine/speculative.hpp): decides the mode at start; a step drafts, verifies, and
+    /// leaves the verified tokens in ready_. Returns false when this step decodes one token plainly instead.
+    result<void> start_speculation();
+    boost::asio::awaitable<result<bool>> speculate();
+    /// Emits a sampled token (the end-of-generation check, then take_token).
+    std::optional<token_event> emit(const runtime::sampled_token& chosen, std::vector<token_logprob> top, double ms,
+                                    bool accepted_by_sampler);
+    /// Streaming experts: experts read from disk so far (0 when resident).
+    [[nodiscard]] std::uint64_t expert_reads() const;
 
     session* session_;
     session::state* seq_;
@@ -201,6 +214,12 @@ struct token_stream::state {
     bool started_ = false;
     bool ended_ = false;
     bool pending_ = false; ///< logits_ hold the distribution of the next token
+    speculative_mode spec_mode_ = speculative_mode::off;
+    std::uint32_t spec_max_ = 0;
+    std::vector<std::int32_t> drafts_;
+    std::vector<speculation::verified_token> verified_;
+    std::deque<speculation::verified_token> ready_; ///< verified tokens not emitted yet
+    double ready_ms_ = 0.0;                         ///< each one's share of its step's time
 };
 
 session::session(std::shared_ptr<model> m, std::uint32_t n_ctx)
@@ -348,7 +367,94 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
     seq_->save_checkpoint(); // the prompt's end: the next turn of a conversation starts here or later
     summary_.prompt_ms = ms_since(t0);
     pending_ = true;
-    co_return result<void>{};
+    co_return start_speculation();
+}
+
+result<void> token_stream::state::start_speculation() {
+    const auto& opts = owner().options();
+    spec_mode_ = req_.speculative.mode.value_or(opts.speculative);
+    spec_max_ = req_.speculative.max_draft ? req_.speculative.max_draft : opts.draft_max;
+    if (spec_mode_ == speculative_mode::draft && !owner().draft()) {
+        if (req_.speculative.mode) {
+            return make_error(std::errc::invalid_argument,
+                              "speculative.mode \"draft\": the model was loaded without a draft model" +
+                                  (owner().draft_warning().empty() ? std::string(" (--draft)")
+                                                                   : " (" + owner().draft_warning() + ")"));
+        }
+        spec_mode_ = speculative_mode::off;
+    }
+    // A grammar's mask depends on every token before it, and a recurrent state cannot be cut back after a
+    // rejected draft: both decode one token per step.
+    if (grammar_ || seq_->cache_.has_state() || spec_max_ == 0) {
+        spec_mode_ = speculative_mode::off;
+    }
+    return {};
+}
+
+std::uint64_t token_stream::state::expert_reads() const {
+    return owner().streams_experts() ? owner().expert_counters().misses : 0;
+}
+
+boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
+    auto& cache = seq_->cache_;
+    // Room for the drafts: the tokens still wanted (the step adds one of its own), the context, one batch.
+    std::uint64_t limit = spec_max_;
+    if (req_.max_tokens != 0) {
+        limit = std::min<std::uint64_t>(limit, req_.max_tokens - summary_.completion_tokens - 1);
+    }
+    limit = std::min<std::uint64_t>(limit, cache.capacity() - cache.size() - 1);
+    limit = std::min<std::uint64_t>(limit, cache.max_append() - 1);
+    auto& controller = seq_->controllers_[spec_mode_ == speculative_mode::draft ? 1 : 0];
+    const auto k = req_.speculative.adaptive.value_or(owner().options().draft_adaptive) ? controller.next_k(static_cast<std::uint32_t>(limit))
+                                             : static_cast<std::uint32_t>(limit);
+    if (k == 0) {
+        co_return false;
+    }
+    const auto t0 = clock_type::now();
+    auto context = seq_->history_;
+    context.push_back(generated_.back());
+    if (spec_mode_ == speculative_mode::lookup) {
+        speculation::lookup_draft(context, k, drafts_);
+    } else {
+        if (!seq_->draft_) {
+            seq_->draft_ = std::make_unique<speculation::draft_runner>(owner().draft(), cache.capacity());
+        }
+        if (auto r = co_await seq_->draft_->propose(context, k, drafts_); !r) {
+            spec_mode_ = speculative_mode::off; // the draft failed: the target goes on alone
+            co_return false;
+        }
+    }
+    if (drafts_.empty()) {
+        co_return false;
+    }
+    const double draft_ms = ms_since(t0);
+    const auto reads0 = expert_reads();
+    const auto t1 = clock_type::now();
+    speculation::verify_target target{seq_->runner_, cache, seq_->history_, sampler_, owner().vocab(),
+                                      req_.top_logprobs, req_.ignore_eos};
+    auto accepted = co_await speculation::verify(target, generated_.back(), drafts_, logits_, verified_);
+    if (!accepted) {
+        co_return accepted.error();
+    }
+    const double verify_ms = ms_since(t1);
+    const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
+                          verified_.back().chosen.token != drafts_[*accepted];
+    controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms, draft_ms);
+    auto& counters = owner().speculation();
+    counters.verify_steps.fetch_add(1, std::memory_order_relaxed);
+    counters.drafted.fetch_add(drafts_.size(), std::memory_order_relaxed);
+    counters.accepted.fetch_add(*accepted, std::memory_order_relaxed);
+    counters.verify_tokens.fetch_add(verified_.size(), std::memory_order_relaxed);
+    counters.verify_expert_reads.fetch_add(expert_reads() - reads0, std::memory_order_relaxed);
+    summary_.drafted_tokens += static_cast<std::uint32_t>(drafts_.size());
+    summary_.accepted_tokens += *accepted;
+    ++summary_.verify_steps;
+    summary_.draft_ms += draft_ms;
+    ready_ms_ = ms_since(t0) / static_cast<double>(verified_.size());
+    for (auto& v : verified_) {
+        ready_.push_back(std::move(v));
+    }
+    co_return true;
 }
 
 // Grammar work runs on the compute pool, never on the io_context thread: building the vocabulary trie (once per
@@ -429,9 +535,23 @@ std::optional<token_event> token_stream::state::finish(finish_reason reason) {
     return ev;
 }
 
+std::optional<token_event> token_stream::state::emit(const runtime::sampled_token& chosen,
+                                                     std::vector<token_logprob> top, double ms,
+                                                     bool accepted_by_sampler) {
+    // Under a grammar an end-of-generation token is only allowed once the document is complete, so it ends
+    // the generation even with ignore_eos.
+    if ((!req_.ignore_eos || grammar_) && owner().vocab().is_end_of_generation(chosen.token)) {
+        return finish(finish_reason::stop);
+    }
+    return take_token(chosen.token, chosen.logprob, std::move(top), ms, accepted_by_sampler);
+}
+
 std::optional<token_event> token_stream::state::take_token(std::int32_t token, float logprob,
-                                                           std::vector<token_logprob> top, double ms) {
-    sampler_.accept(token);
+                                                           std::vector<token_logprob> top, double ms,
+                                                           bool accepted_by_sampler) {
+    if (!accepted_by_sampler) {
+        sampler_.accept(token);
+    }
     if (grammar_) {
         const bool ok = grammar_->accept(token);
         assert(ok); // the token was sampled from the mask
@@ -493,18 +613,45 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
     if (req_.max_tokens != 0 && summary_.completion_tokens >= req_.max_tokens) {
         co_return finish(finish_reason::length);
     }
+    if (!ready_.empty()) { // verified by the last speculative step
+        auto v = std::move(ready_.front());
+        ready_.pop_front();
+        co_return emit(v.chosen, std::move(v.top), ready_ms_, true);
+    }
     if (!pending_) {
         auto& cache = seq_->cache_;
         if (cache.size() >= cache.capacity()) {
             co_return finish(finish_reason::context_full);
         }
+        if (spec_mode_ != speculative_mode::off) {
+            auto drafted = co_await speculate();
+            if (!drafted) {
+                seq_->drop_partial_step();
+                const bool was_cancelled = co_await cancelled();
+                co_return fail(drafted.error(), was_cancelled);
+            }
+            if (*drafted) {
+                summary_.decode_ms += ms_since(t0);
+                auto v = std::move(ready_.front());
+                ready_.pop_front();
+                co_return emit(v.chosen, std::move(v.top), ready_ms_, true);
+            }
+        }
         const std::int32_t last = generated_.back();
+        const auto reads0 = expert_reads();
+        const auto t1 = clock_type::now();
         auto r = co_await seq_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
         if (!r) {
             seq_->drop_partial_step();
             const bool was_cancelled = co_await cancelled();
             co_return fail(r.error(), was_cancelled);
         }
+        if (spec_mode_ != speculative_mode::off) {
+            seq_->controllers_[spec_mode_ == speculative_mode::draft ? 1 : 0].record_plain(ms_since(t1));
+        }
+        auto& counters = owner().speculation();
+        counters.plain_tokens.fetch_add(1, std::memory_order_relaxed);
+        counters.plain_expert_reads.fetch_add(expert_reads() - reads0, std::memory_order_relaxed);
         seq_->history_.push_back(last);
         pending_ = true;
         if (co_await cancelled()) {
@@ -524,12 +671,7 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
     if (!chosen) {
         co_return finish(finish_reason::stop); // the grammar allows no token of this vocabulary
     }
-    // Under a grammar an end-of-generation token is only allowed once the document is complete, so it ends
-    // the generation even with ignore_eos.
-    if ((!req_.ignore_eos || grammar_) && owner().vocab().is_end_of_generation(chosen->token)) {
-        co_return finish(finish_reason::stop);
-    }
-    co_return take_token(chosen->token, chosen->logprob, std::move(top), ms);
+    co_return emit(*chosen, std::move(top), ms, false);
 }
 
 } // namespace sluice

@@ -241,6 +241,62 @@ sampled_token sampler::sample_detailed(std::span<const float> masked, std::span<
     return out;
 }
 
+sampled_token sampler::sample_against(std::span<const float> logits, std::int32_t draft, bool& accepted,
+                                      std::size_t n_top, std::vector<token_logprob>& top) {
+    assert(logits.size() == n_vocab_);
+    sampled_token out;
+    const std::size_t n = logits.size();
+    const float* l = penalized(logits);
+    out.probability = 1.0f;
+    bool found = false;
+    bool chosen = false;
+    accepted = false;
+    if (params_.temperature <= 0.0f) {
+        const std::size_t best = argmax(l, n, found);
+        if (found) {
+            out.token = static_cast<std::int32_t>(best);
+            chosen = true;
+        }
+    } else if (const double total = filter_and_softmax(l, n); total > 0.0) {
+        keep_top_p(total);
+        double sum = 0.0;
+        double p_draft = 0.0;
+        auto at = candidates_.end();
+        for (auto it = candidates_.begin(); it != candidates_.end(); ++it) {
+            sum += it->value;
+            if (it->id == draft) {
+                p_draft = it->value;
+                at = it;
+            }
+        }
+        // Accept with probability p(draft) (the proposal had probability 1); else draw from p without it.
+        if (at != candidates_.end() && rng_.uniform() * sum < p_draft) {
+            out.token = draft;
+            out.probability = static_cast<float>(p_draft / sum);
+            accepted = true;
+        } else {
+            if (at != candidates_.end()) {
+                candidates_.erase(at);
+            }
+            if (!candidates_.empty()) {
+                out.token = candidates_[draw(out.probability)].id;
+            } else {
+                out.token = draft; // p(draft) was 1 up to rounding
+                accepted = true;
+            }
+        }
+        chosen = true;
+    }
+    if (!chosen) {
+        out.token = static_cast<std::int32_t>(argmax(logits.data(), n, found)); // as choose() falls back
+    }
+    accepted = accepted || (params_.temperature <= 0.0f && out.token == draft) || (!chosen && out.token == draft);
+    const raw_log_softmax lsm(logits);
+    out.logprob = lsm(logits[static_cast<std::size_t>(out.token)]);
+    fill_top(logits, lsm, n_top, top);
+    return out;
+}
+
 std::int32_t sampler::choose(std::span<const float> logits, float& probability) {
     assert(logits.size() == n_vocab_);
     assert(!logits.empty());

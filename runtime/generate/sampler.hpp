@@ -73,6 +73,14 @@ public:
     sampled_token sample_detailed(std::span<const float> masked, std::span<const float> raw, std::size_t n_top,
                                   std::vector<token_logprob>& top);
 
+    /// Speculative decoding's rule for a drafted token proposed with certainty (a deterministic draft: prompt
+    /// lookup, a greedy draft model). `accepted` tells whether `draft` is the result: greedy accepts it when it
+    /// is the argmax; sampling accepts it with its probability p(draft) in the distribution sample() draws
+    /// from, and otherwise draws from that distribution with `draft` removed (renormalized), so the token
+    /// returned has exactly that distribution. `logprob` and `top` as sample_detailed(). Does not accept().
+    sampled_token sample_against(std::span<const float> logits, std::int32_t draft, bool& accepted, std::size_t n_top,
+                                 std::vector<token_logprob>& top);
+
     /// Appends a token to the history the penalties look at (prompt tokens may be accepted too).
     /// Ids outside [0, n_vocab) are ignored.
     void accept(std::int32_t token);

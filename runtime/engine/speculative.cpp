@@ -1,0 +1,235 @@
+// Speculative decoding: prompt lookup, the draft model's sequence, the draft-length controller and verification.
+#include "runtime/engine/speculative.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sluice {
+
+std::string_view to_string(speculative_mode m) noexcept {
+    switch (m) {
+    case speculative_mode::off:
+        return "off";
+    case speculative_mode::lookup:
+        return "lookup";
+    case speculative_mode::draft:
+        return "draft";
+    }
+    return "off";
+}
+
+std::optional<speculative_mode> parse_speculative_mode(std::string_view text) noexcept {
+    for (const auto m : {speculative_mode::off, speculative_mode::lookup, speculative_mode::draft}) {
+        if (text == to_string(m)) {
+            return m;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace sluice
+
+namespace sluice::speculation {
+
+void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::vector<std::int32_t>& out,
+                  std::uint32_t min_ngram, std::uint32_t max_ngram) {
+    out.clear();
+    const std::size_t len = history.size();
+    for (std::size_t n = std::min<std::size_t>(max_ngram, len > 0 ? len - 1 : 0); n >= min_ngram && n > 0; --n) {
+        const auto tail = history.subspan(len - n);
+        // Latest start before the tail itself whose n tokens equal the tail and that has a token after it.
+        for (std::size_t start = len - n; start-- > 0;) {
+            if (!std::equal(tail.begin(), tail.end(), history.begin() + static_cast<std::ptrdiff_t>(start))) {
+                continue;
+            }
+            for (std::size_t i = start + n; i < len && out.size() < k; ++i) {
+                out.push_back(history[i]);
+            }
+            return;
+        }
+    }
+}
+
+std::int32_t argmax_token(std::span<const float> logits) noexcept {
+    std::int32_t best = -1;
+    float value = -std::numeric_limits<float>::infinity();
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+        if (logits[i] > value) {
+            value = logits[i];
+            best = static_cast<std::int32_t>(i);
+        }
+    }
+    return best;
+}
+
+draft_runner::draft_runner(std::shared_ptr<model> draft, std::uint32_t n_ctx)
+    : model_(std::move(draft)),
+      cache_(models::cache_layout_of(model_->arch(), model_->hparams()), n_ctx,
+             model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32 : kernels::quant_type::f16,
+             model_->options().n_batch),
+      runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
+              model_->options().n_batch) {}
+
+boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::int32_t> context, std::uint32_t k,
+                                                           std::vector<std::int32_t>& out) {
+    out.clear();
+    if (context.empty() || k == 0) {
+        co_return result<void>{};
+    }
+    // Follow the target: keep the common prefix, always recomputing the context's last token for its logits.
+    std::size_t keep = 0;
+    while (keep < history_.size() && keep < context.size() && history_[keep] == context[keep]) {
+        ++keep;
+    }
+    keep = std::min(keep, context.size() - 1);
+    if (!cache_.can_truncate(static_cast<std::uint32_t>(keep))) {
+        keep = 0; // a sliding-window ring no longer holds the window before `keep`
+    }
+    cache_.truncate(static_cast<std::uint32_t>(keep));
+    history_.resize(keep);
+    if (context.size() + k > cache_.capacity()) {
+        co_return result<void>{}; // no room to draft: the target decodes plainly
+    }
+    auto r = co_await runner_.forward(cache_, context.subspan(keep), models::logits_mode::last, logits_);
+    if (!r) {
+        cache_.truncate(0);
+        history_.clear();
+        co_return r;
+    }
+    history_.insert(history_.end(), context.begin() + static_cast<std::ptrdiff_t>(keep), context.end());
+    for (std::uint32_t i = 0; i < k; ++i) {
+        const std::int32_t token = argmax_token(logits_);
+        if (token < 0) {
+            break;
+        }
+        out.push_back(token);
+        if (i + 1 == k || model_->vocab().is_end_of_generation(token)) {
+            break;
+        }
+        r = co_await runner_.forward(cache_, std::span(&token, 1), models::logits_mode::last, logits_);
+        if (!r) {
+            cache_.truncate(0);
+            history_.clear();
+            co_return r;
+        }
+        history_.push_back(token);
+    }
+    co_return result<void>{};
+}
+
+namespace {
+
+constexpr double ema_weight = 0.2;    ///< weight of a new measurement in the costs' moving averages
+constexpr double decay = 0.95;        ///< acceptance counts fade, so the rate follows the text
+constexpr std::uint32_t refresh = 32; ///< a plain step at least this often while drafting (fresh plain_ms_)
+constexpr std::uint32_t probe = 48;   ///< while off, a drafting step after this many plain ones
+
+void blend(double& avg, double value) {
+    avg = avg == 0.0 ? value : avg + ema_weight * (value - avg);
+}
+
+} // namespace
+
+std::uint32_t draft_controller::next_k(std::uint32_t limit) {
+    if (limit == 0) {
+        return 0;
+    }
+    if (plain_ms_ == 0.0 || since_plain_ >= refresh) {
+        return 0; // measure what one token costs first (and now and then again)
+    }
+    if (!measured_verify_) {
+        return std::min<std::uint32_t>(limit, 3); // a first, short measurement of drafting and verifying
+    }
+    if (off_) {
+        if (++since_probe_ < probe) {
+            return 0;
+        }
+        since_probe_ = 0;
+        off_ = false;
+        return std::min<std::uint32_t>(limit, 2);
+    }
+    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step plus
+    // k positions verified and drafted.
+    const double a = std::clamp(acceptance(), 0.0, 0.999);
+    const double per_token = std::max(0.0, extra_ms_) + std::max(0.0, draft_ms_);
+    std::uint32_t best = 0;
+    double best_rate = 1.0 / plain_ms_;
+    double expected = 1.0;
+    double power = 1.0;
+    for (std::uint32_t k = 1; k <= limit; ++k) {
+        power *= a;
+        expected += power;
+        const double rate = expected / (plain_ms_ + k * per_token);
+        if (rate > best_rate * 1.02) {
+            best_rate = rate;
+            best = k;
+        }
+    }
+    off_ = best == 0;
+    return best;
+}
+
+void draft_controller::record_plain(double ms) {
+    blend(plain_ms_, ms);
+    since_plain_ = 0;
+}
+
+void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
+                                     double draft_ms) {
+    ++since_plain_;
+    if (drafted == 0) {
+        return;
+    }
+    accepted_ = accepted_ * decay + accepted;
+    tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
+    if (plain_ms_ > 0.0) {
+        const double extra = (verify_ms - plain_ms_) / drafted;
+        if (!measured_verify_) {
+            extra_ms_ = extra;
+        } else {
+            extra_ms_ += ema_weight * (extra - extra_ms_);
+        }
+        measured_verify_ = true;
+    }
+    blend(draft_ms_, std::max(draft_ms / drafted, 1e-6));
+}
+
+boost::asio::awaitable<result<std::uint32_t>> verify(verify_target& t, std::int32_t last,
+                                                     std::span<const std::int32_t> drafts, std::vector<float>& logits,
+                                                     std::vector<verified_token>& out) {
+    out.clear();
+    std::vector<std::int32_t> tokens;
+    tokens.reserve(drafts.size() + 1);
+    tokens.push_back(last);
+    tokens.insert(tokens.end(), drafts.begin(), drafts.end());
+    const std::uint32_t base = t.cache.size();
+    auto r = co_await t.runner.forward(t.cache, tokens, models::logits_mode::all, logits);
+    if (!r) {
+        co_return r.error();
+    }
+    const std::size_t n_vocab = logits.size() / tokens.size();
+    std::uint32_t accepted = 0;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        const std::span<const float> row(logits.data() + i * n_vocab, n_vocab);
+        verified_token v;
+        bool took_draft = false;
+        if (i < drafts.size()) {
+            v.chosen = t.sampler.sample_against(row, drafts[i], took_draft, t.top_logprobs, v.top);
+        } else {
+            v.chosen = t.sampler.sample_detailed(row, t.top_logprobs, v.top);
+        }
+        t.sampler.accept(v.chosen.token);
+        const bool ends = !t.ignore_eos && t.vocab.is_end_of_generation(v.chosen.token);
+        out.push_back(std::move(v));
+        accepted += took_draft ? 1 : 0;
+        if (!took_draft || ends) {
+            break; // a replaced draft, or the end of the generation (accepted or not)
+        }
+    }
+    // Keep `last` and the accepted drafts; the last token emitted goes in with the next step.
+    t.cache.truncate(base + 1 + accepted);
+    t.history.insert(t.history.end(), tokens.begin(), tokens.begin() + 1 + accepted);
+    co_return accepted;
+}
+
+} // namespace sluice::speculation

@@ -1,0 +1,116 @@
+// Speculative decoding: drafting (prompt lookup, a draft model), verifying the drafts in one forward pass of the
+// target with the exact acceptance rule, and choosing each step's draft length from measured costs.
+#pragma once
+
+#include "runtime/engine/model.hpp"
+#include "runtime/generate/sampler.hpp"
+#include "runtime/models/forward.hpp"
+#include "runtime/models/kv_cache.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace sluice::speculation {
+
+/// What a model's generations counted (monotonic; relaxed atomics, any thread).
+struct counters {
+    std::atomic<std::uint64_t> verify_steps{0};       ///< forward passes that verified drafted tokens
+    std::atomic<std::uint64_t> drafted{0};            ///< tokens drafted and verified
+    std::atomic<std::uint64_t> accepted{0};           ///< drafted tokens the target accepted
+    std::atomic<std::uint64_t> verify_tokens{0};      ///< tokens those passes produced (accepted + 1 each)
+    std::atomic<std::uint64_t> verify_expert_reads{0}; ///< experts read from disk during those passes
+    std::atomic<std::uint64_t> plain_tokens{0};       ///< tokens of ordinary one-token decode steps
+    std::atomic<std::uint64_t> plain_expert_reads{0}; ///< experts read from disk during those steps
+};
+
+/// Prompt lookup: finds the latest earlier occurrence of the last n tokens of `history` (n from `max_ngram` down
+/// to `min_ngram`) and writes up to `k` tokens that followed it to `out` (cleared; empty when nothing matches).
+void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::vector<std::int32_t>& out,
+                  std::uint32_t min_ngram = 2, std::uint32_t max_ngram = 4);
+
+/// The smallest id of the largest finite logit (greedy choice; -1 when every logit is -inf or NaN).
+std::int32_t argmax_token(std::span<const float> logits) noexcept;
+
+/// A draft model's own sequence, following a target session's tokens. Not thread-safe: one per session.
+class draft_runner {
+public:
+    /// `draft` must be attention-only (its cache can be cut back); `n_ctx` as the target session's.
+    draft_runner(std::shared_ptr<model> draft, std::uint32_t n_ctx);
+
+    /// Drafts up to `k` tokens greedily after `context` (every token of the target's sequence, the last one
+    /// not yet in the target's cache either) into `out`; fewer when the context is full. Errors: the draft's
+    /// forward pass failed (its sequence starts over next time).
+    boost::asio::awaitable<result<void>> propose(std::span<const std::int32_t> context, std::uint32_t k,
+                                                 std::vector<std::int32_t>& out);
+
+private:
+    std::shared_ptr<model> model_;
+    models::kv_cache cache_;
+    models::forward_runner runner_;
+    std::vector<std::int32_t> history_; ///< tokens in cache_
+    std::vector<float> logits_;
+};
+
+/// Chooses each step's draft length from what steps measured: the time of a one-token step, the extra time of
+/// each verified position (misses of streamed experts make it large, cached experts small), the time of
+/// drafting a token and the acceptance rate. The length maximises expected tokens per millisecond; 0 (plain
+/// decode) when no length beats one token per step. While off it probes now and then, as acceptance and costs
+/// change with the text.
+class draft_controller {
+public:
+    /// The draft length of the next step, at most `limit` (0: a plain step).
+    std::uint32_t next_k(std::uint32_t limit);
+    /// A plain one-token step took `ms`.
+    void record_plain(double ms);
+    /// A verification step: `drafted` tokens, `accepted` of them before the first rejection (`rejected`: one
+    /// was), the target's pass took `verify_ms` and drafting `draft_ms`.
+    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
+                       double draft_ms);
+    /// Estimated acceptance rate of one drafted token.
+    [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
+
+private:
+    double plain_ms_ = 0.0;    ///< EMA of a one-token step; 0 until measured
+    double extra_ms_ = 0.0;    ///< EMA of the verification's cost per drafted position beyond a one-token step
+    double draft_ms_ = 0.0;    ///< EMA of drafting one token
+    double accepted_ = 1.0;    ///< decayed counts behind acceptance(): a prior of 1 in 2
+    double tried_ = 2.0;
+    bool measured_verify_ = false;
+    bool off_ = false;              ///< drafting does not pay: plain steps, with a probe now and then
+    std::uint32_t since_plain_ = 0; ///< verification steps since the last plain one (keeps plain_ms_ fresh)
+    std::uint32_t since_probe_ = 0; ///< plain steps while off
+};
+
+/// One drafted token's verdict, or the token that replaced it.
+struct verified_token {
+    runtime::sampled_token chosen;
+    std::vector<token_logprob> top;
+};
+
+/// What a verification needs from the target's sequence and the generation.
+struct verify_target {
+    models::forward_runner& runner;
+    models::kv_cache& cache;
+    std::vector<std::int32_t>& history; ///< tokens in `cache`
+    runtime::sampler& sampler;
+    const tokenizer::tokenizer& vocab;
+    std::size_t top_logprobs = 0;
+    bool ignore_eos = false;
+};
+
+/// Forwards `last` and `drafts` in one pass of the target, then walks the positions: each drafted token is
+/// accepted or replaced by sampler::sample_against, the first replacement (or an end-of-generation token, unless
+/// ignore_eos) ends the walk, and when every draft is accepted the last row gives one more token. The tokens to
+/// emit go to `out` (1 to drafts.size() + 1, each already accept()ed by the sampler); the cache and history keep
+/// `last` and the accepted drafts. Returns how many drafts were accepted. Errors: the forward pass failed (the cache
+/// then holds nothing of this step).
+boost::asio::awaitable<result<std::uint32_t>> verify(verify_target& t, std::int32_t last,
+                                                     std::span<const std::int32_t> drafts, std::vector<float>& logits,
+                                                     std::vector<verified_token>& out);
+
+} // namespace sluice::speculation
