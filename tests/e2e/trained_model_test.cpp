@@ -1,5 +1,6 @@
 // The trained model end to end: `sluice serve` answers the 200 held-out questions through the official `openai`
-// npm client as accurately as PyTorch did (within 2 points), and `sluice perplexity` on the held-out prose
+// npm client as accurately as PyTorch did (within 2 points), runs tool loops, reasoning, logprobs and JSON schemas
+// through the `openai` and `@anthropic-ai/sdk` clients, and `sluice perplexity` on the held-out prose
 // matches PyTorch's perplexity within 1% (F16 export) and 3% (the shipped Q8_0 file). PyTorch's numbers come
 // from tools/train/train.py, recorded in tests/fixtures/trained/pytorch_metrics.json.
 #include "../cli/process.hpp"
@@ -68,6 +69,29 @@ TEST(trained_model, serve_answers_heldout_questions_as_accurately_as_pytorch) {
     RecordProperty("engine_accuracy", std::to_string(engine));
     EXPECT_EQ(mine.size(), 200u);
     EXPECT_LE(std::fabs(engine - torch), 0.02);
+}
+
+// Tools, reasoning, logprobs and structured output on the trained model through the official `openai` client
+// (tool_use.mjs: a calculator / get_capital tool loop, two calls in a turn, streamed calls, reasoning_content and
+// enable_thinking false, logprobs, a JSON schema through parse()). Fixed prompts the model answers right; its
+// held-out rates are in pytorch_metrics.json's tool_skills. 512 tokens of context: what the model was trained at.
+TEST(trained_model, openai_client_runs_tool_loops_reasoning_logprobs_and_json_schema) {
+    server_process server({"--parallel", "1", "--ctx", "512"}, shipped_model);
+    const auto r = run_process("node " + shell_quote((source_dir / "tests" / "e2e" / "tool_use.mjs").string()) + " " +
+                               shell_quote(std::string(SLUICE_NPM_CACHE) + "/openai-6.30.1") + " " + server.base_url());
+    EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
+    EXPECT_NE(r.out.find("tool use: ok"), std::string::npos) << r.out;
+}
+
+// The same model's tool use through the Messages API and the official `@anthropic-ai/sdk` client
+// (anthropic_tools.mjs: tool_use / tool_result loops with and without thinking, a streamed call).
+TEST(trained_model, anthropic_client_runs_tool_loops_with_and_without_thinking) {
+    server_process server({"--parallel", "1", "--ctx", "512"}, shipped_model);
+    const auto r =
+        run_process("node " + shell_quote((source_dir / "tests" / "e2e" / "anthropic_tools.mjs").string()) + " " +
+                    shell_quote(std::string(SLUICE_NPM_CACHE) + "/@anthropic-ai/sdk-0.94.0") + " " + server.base_url());
+    EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
+    EXPECT_NE(r.out.find("anthropic tools: ok"), std::string::npos) << r.out;
 }
 
 /// Asks `server` every held-out question, one at a time; the answers in order.
