@@ -10,7 +10,7 @@ Documents:
   one turn; each exchange gives two documents, the call turn and the answer turn after the results;
 - questions answered with a JSON object, and tasks asked with tools offered that need none;
 - public-domain prose: the King James Bible as Debian's `bible-kjv` package prints it (`bible Gen1:1-Rev22:21`).
-Every prompt is what tools/train/chat_template.jinja renders (`render`); only the reply is in the loss.
+Every prompt is what tools/train/sluice-tiny-moe.jinja renders (`render`); only the reply is in the loss.
 
 The held-out split is kept apart by construction: held-out arithmetic pairs, (word, letter) pairs, reversed
 words, capital-question phrasings and calculator expressions never occur in training, get_capital's held-out
@@ -223,9 +223,10 @@ TOOLS = {"calculator": TOOL_CALCULATOR, "get_capital": TOOL_CAPITAL}
 
 
 def render(messages, tools=None, add_generation_prompt=True, enable_thinking=True):
-    """What tools/train/chat_template.jinja renders (tests/train_template checks the two agree): ChatML turns, the
-    tools in a system turn, assistant tool calls as <tool_call> blocks, tool results as <tool_response> blocks in a
-    user turn, and with enable_thinking false an empty think block after the generation prompt."""
+    """What tools/train/sluice-tiny-moe.jinja renders (tools/train/check_template.py checks that this, jinja2 and
+    Sluice agree): ChatML turns, the tools in a system turn, assistant tool calls as <tool_call> blocks, tool
+    results as <tool_response> blocks in a user turn, and with enable_thinking false an empty think block after
+    the generation prompt."""
     out = ""
     if tools:
         out += "<|im_start|>system\n"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The GPU stage in one go, as it ran for the committed models: the corpus from a saved KJV text, the tokenizer,
 # then the MoE model and its dense draft trained side by side on the one GPU, then the draft's agreement with the
-# model. Needs corpus.py, train.py and chat_template.jinja beside it, and the KJV text as `bible Gen1:1-Rev22:21`
+# model. Needs corpus.py, train.py and sluice-tiny-moe.jinja beside it, and the KJV text as `bible Gen1:1-Rev22:21`
 # prints it: $KJV, default kjv.txt beside it (unpacked from kjv.txt.xz there if need be).
 #   sh gpu_stage.sh DIR STEPS DRAFT_STEPS [MAX_SECONDS DRAFT_MAX_SECONDS]
 # Writes DIR/corpus, DIR/tok, DIR/run (the model), DIR/draft, and the logs beside them.

@@ -40,7 +40,7 @@ QWEN2_PATTERN = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 # Qwen3-style: tools in a system turn, <tool_call> / <tool_response> blocks, think blocks, enable_thinking.
-CHAT_TEMPLATE = (Path(__file__).resolve().parent / "chat_template.jinja").read_text()
+CHAT_TEMPLATE = (Path(__file__).resolve().parent / "sluice-tiny-moe.jinja").read_text()
 MODEL = dict(
     vocab_size=VOCAB, hidden_size=256, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
     head_dim=64, intermediate_size=768, moe_intermediate_size=96, num_experts=16, num_experts_per_tok=4,
