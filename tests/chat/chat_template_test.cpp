@@ -40,8 +40,10 @@ const json::object& expected_document() {
     return doc.get_object();
 }
 
-// The shared fixture templates, and the project's own (tests/chat/templates: ones the shared folder lacks).
-const fs::path template_dirs[] = {fs::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates", CHAT_TEMPLATES_DIR};
+// The shared fixture templates, the project's own (tests/chat/templates: ones the shared folder lacks), and the
+// bundled model's (tools/train/sluice-tiny-moe.jinja).
+const fs::path template_dirs[] = {fs::path(SLUICE_SHARED_DIR) / "fixtures/chat-templates", CHAT_TEMPLATES_DIR,
+                                  CHAT_TRAIN_TEMPLATES_DIR};
 
 std::vector<std::string> template_names() {
     std::vector<std::string> names;

@@ -21,7 +21,7 @@ async function worker() {
             model: 'sluice-tiny-moe',
             messages: [{ role: 'user', content: rows[i].question }],
             temperature: 0,
-            max_tokens: 16,
+            max_tokens: 64, // a brief think block (split off as reasoning_content), then the answer
         });
         answers[i] = reply.choices[0].message.content ?? '';
     }

@@ -1,5 +1,6 @@
 // The trained model end to end: `sluice serve` answers the 200 held-out questions through the official `openai`
-// npm client as accurately as PyTorch did (within 2 points), and `sluice perplexity` on the held-out prose
+// npm client as accurately as PyTorch did (within 2 points), runs tool loops, reasoning, logprobs and JSON schemas
+// through the `openai` and `@anthropic-ai/sdk` clients, and `sluice perplexity` on the held-out prose
 // matches PyTorch's perplexity within 1% (F16 export) and 3% (the shipped Q8_0 file). PyTorch's numbers come
 // from tools/train/train.py, recorded in tests/fixtures/trained/pytorch_metrics.json.
 #include "../cli/process.hpp"
@@ -26,6 +27,7 @@ const fs::path source_dir = SLUICE_SOURCE_DIR;
 const fs::path trained_dir = source_dir / "tests" / "fixtures" / "trained";
 const fs::path shipped_model = source_dir / "models" / "sluice-tiny-moe.gguf";
 const fs::path checkpoint = source_dir / "models" / "sluice-tiny-moe";
+const fs::path shipped_draft = source_dir / "models" / "sluice-tiny-draft.gguf";
 
 boost::json::object read_json(const fs::path& path) {
     std::ifstream in(path);
@@ -67,6 +69,73 @@ TEST(trained_model, serve_answers_heldout_questions_as_accurately_as_pytorch) {
                 differ, mine.size(), boost::json::serialize(ours.at("per_task")).c_str());
     RecordProperty("engine_accuracy", std::to_string(engine));
     EXPECT_EQ(mine.size(), 200u);
+    EXPECT_LE(std::fabs(engine - torch), 0.02);
+}
+
+// Tools, reasoning, logprobs and structured output on the trained model through the official `openai` client
+// (tool_use.mjs: a calculator / get_capital tool loop, two calls in a turn, streamed calls, reasoning_content and
+// enable_thinking false, logprobs, a JSON schema through parse()). Fixed prompts the model answers right; its
+// held-out rates are in pytorch_metrics.json's tool_skills. 512 tokens of context: what the model was trained at.
+TEST(trained_model, openai_client_runs_tool_loops_reasoning_logprobs_and_json_schema) {
+    server_process server({"--parallel", "1", "--ctx", "512"}, shipped_model);
+    const auto r = run_process("node " + shell_quote((source_dir / "tests" / "e2e" / "tool_use.mjs").string()) + " " +
+                               shell_quote(std::string(SLUICE_NPM_CACHE) + "/openai-6.30.1") + " " + server.base_url());
+    EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
+    EXPECT_NE(r.out.find("tool use: ok"), std::string::npos) << r.out;
+}
+
+// The same model's tool use through the Messages API and the official `@anthropic-ai/sdk` client
+// (anthropic_tools.mjs: tool_use / tool_result loops with and without thinking, a streamed call).
+TEST(trained_model, anthropic_client_runs_tool_loops_with_and_without_thinking) {
+    server_process server({"--parallel", "1", "--ctx", "512"}, shipped_model);
+    const auto r =
+        run_process("node " + shell_quote((source_dir / "tests" / "e2e" / "anthropic_tools.mjs").string()) + " " +
+                    shell_quote(std::string(SLUICE_NPM_CACHE) + "/@anthropic-ai/sdk-0.94.0") + " " + server.base_url());
+    EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
+    EXPECT_NE(r.out.find("anthropic tools: ok"), std::string::npos) << r.out;
+}
+
+// The shipped draft (models/sluice-tiny-draft.gguf) is a dense qwen3 that shares the model's tokenizer and
+// template: the same ids for text with control tokens, the same prompt for a tool conversation.
+TEST(trained_model, draft_shares_the_tokenizer_and_template) {
+    const auto exe = shell_quote(sluice_exe());
+    for (const std::string text : {"<|im_start|>user\nWhat is 31 * 58?<|im_end|>\n<|im_start|>assistant\n<think>\n",
+                                   "<tool_call>\n{\"name\": \"get_capital\", \"arguments\": {\"country\": \"Nauru\"}}",
+                                   "And it came to pass, naïve café 12345"}) {
+        const auto a = run_process(exe + " tokenize -m " + shell_quote(shipped_model.string()) + " --json --text " +
+                                   shell_quote(text));
+        const auto b = run_process(exe + " tokenize -m " + shell_quote(shipped_draft.string()) + " --json --text " +
+                                   shell_quote(text));
+        ASSERT_EQ(a.status, 0) << a.err;
+        ASSERT_EQ(b.status, 0) << b.err;
+        EXPECT_EQ(boost::json::parse(a.out).at("ids"), boost::json::parse(b.out).at("ids")) << text;
+    }
+    const std::string args = " --add-generation-prompt --messages " +
+                             shell_quote(R"([{"role":"user","content":"What is 31 * 58?"}])") + " --tools " +
+                             shell_quote(R"([{"type":"function","function":{"name":"calculator","parameters":{}}}])");
+    const auto a = run_process(exe + " template -m " + shell_quote(shipped_model.string()) + args);
+    const auto b = run_process(exe + " template -m " + shell_quote(shipped_draft.string()) + args);
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_NE(a.out.find("<tools>"), std::string::npos) << a.out;
+    EXPECT_EQ(a.out, b.out);
+    const auto info = run_process(exe + " inspect -m " + shell_quote(shipped_draft.string()) + " --json");
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_NE(info.out.find("\"qwen3\""), std::string::npos) << info.out;
+}
+
+// The draft on its own through `sluice serve` answers the 200 held-out questions as accurately as it did in
+// PyTorch (tests/fixtures/trained/draft_metrics.json), within 2 points.
+TEST(trained_model, draft_serves_heldout_questions_as_accurately_as_pytorch) {
+    server_process server({"--parallel", "4", "--ctx", "256"}, shipped_draft);
+    const auto r = run_process("node " + shell_quote((source_dir / "tests" / "e2e" / "heldout_accuracy.mjs").string()) +
+                               " " + shell_quote(std::string(SLUICE_NPM_CACHE) + "/openai-6.30.1") + " " +
+                               server.base_url() + " " + shell_quote((trained_dir / "heldout.jsonl").string()) + " 4");
+    ASSERT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
+    const auto ours = boost::json::parse(r.out).as_object();
+    const auto draft = read_json(trained_dir / "draft_metrics.json");
+    const double engine = number(ours.at("accuracy"));
+    const double torch = number(draft.at("accuracy_fixture").at("overall"));
+    std::printf("draft held-out accuracy: engine %.4f, pytorch %.4f\n", engine, torch);
     EXPECT_LE(std::fabs(engine - torch), 0.02);
 }
 

@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import re
 import random
 import sys
 import time
@@ -38,12 +39,8 @@ QWEN2_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-CHAT_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
-)
+# Qwen3-style: tools in a system turn, <tool_call> / <tool_response> blocks, think blocks, enable_thinking.
+CHAT_TEMPLATE = (Path(__file__).resolve().parent / "sluice-tiny-moe.jinja").read_text()
 MODEL = dict(
     vocab_size=VOCAB, hidden_size=256, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
     head_dim=64, intermediate_size=768, moe_intermediate_size=96, num_experts=16, num_experts_per_tok=4,
@@ -52,8 +49,14 @@ MODEL = dict(
     router_aux_loss_coef=0.01, output_router_logits=False, bos_token_id=EOT, eos_token_id=IM_END,
     pad_token_id=EOT,
 )
+# The draft for speculative decoding: a dense Qwen3 of 2 layers with the same tokenizer.
+DRAFT = dict(
+    vocab_size=VOCAB, hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    head_dim=64, intermediate_size=512, max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=True,
+    use_sliding_window=False, attention_bias=False, bos_token_id=EOT, eos_token_id=IM_END, pad_token_id=EOT,
+)
 ROPE_THETA = 10000.0
-SEQ = 256
+SEQ = 512  # a tool exchange with both tools listed is about 300 tokens
 PPL_CTX = 256
 
 
@@ -141,6 +144,8 @@ def _build_chunk(index):
         ids, m = [], []
         while len(ids) < SEQ + 1:
             d, dm = next(docs)
+            if len(d) > SEQ + 1 - len(ids) and not ids:
+                continue  # a document longer than a sequence never starts one (its reply would be cut off)
             ids += d
             m += dm
         toks[s] = ids[:SEQ + 1]
@@ -165,14 +170,20 @@ def build_sequences(tok, gen, train_prose, seed, n_seq):
 # ---------------------------------------------------------------- model
 
 
-def make_config():
-    cfg = transformers.Qwen3MoeConfig(**MODEL, rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA})
-    return cfg
+def make_config(arch="moe"):
+    rope = {"rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA}}
+    if arch == "draft":
+        return transformers.Qwen3Config(**DRAFT, **rope)
+    return transformers.Qwen3MoeConfig(**MODEL, **rope)
 
 
-def make_model(cfg, experts_impl):
-    kw = {} if experts_impl is None else {"experts_implementation": experts_impl}
-    return transformers.Qwen3MoeForCausalLM._from_config(cfg, attn_implementation="sdpa", **kw)
+def model_class(arch):
+    return transformers.Qwen3ForCausalLM if arch == "draft" else transformers.Qwen3MoeForCausalLM
+
+
+def make_model(cfg, experts_impl, arch="moe"):
+    kw = {} if experts_impl is None or arch == "draft" else {"experts_implementation": experts_impl}
+    return model_class(arch)._from_config(cfg, attn_implementation="sdpa", **kw)
 
 
 def save_checkpoint(model, out):
@@ -188,12 +199,24 @@ def save_checkpoint(model, out):
 
 def train(args, tok, gen, train_prose):
     torch.manual_seed(args.seed)
-    cfg = make_config()
+    cfg = make_config(args.arch)
     impl = args.experts_impl if args.experts_impl != "default" else None
-    model = make_model(cfg, impl).cuda()
+    model = make_model(cfg, impl, args.arch).cuda()
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"model: {n_params} parameters, experts implementation {model.config._experts_implementation}")
-    toks, mask = build_sequences(tok, gen, train_prose, args.seed, args.steps * args.batch)
+    log(f"model ({args.arch}): {n_params} parameters, experts implementation "
+        f"{getattr(model.config, '_experts_implementation', None)}")
+    cache = Path(args.data_cache) if args.data_cache else None
+    if cache and (cache / "done").exists():
+        toks = torch.from_numpy(np.load(cache / "toks.npy")[:args.steps * args.batch]).long()
+        mask = torch.from_numpy(np.load(cache / "mask.npy")[:args.steps * args.batch]).bool()
+        log(f"data: {len(toks)} sequences from {cache}")
+    else:
+        toks, mask = build_sequences(tok, gen, train_prose, args.seed, args.steps * args.batch)
+        if cache:
+            cache.mkdir(parents=True, exist_ok=True)
+            np.save(cache / "toks.npy", toks.numpy().astype(np.int32))
+            np.save(cache / "mask.npy", mask.numpy())
+            (cache / "done").touch()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -206,6 +229,8 @@ def train(args, tok, gen, train_prose):
         p = (step - warm) / max(1, args.steps - warm)
         return args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * p)))
 
+    moe_kw = {"output_router_logits": True} if args.arch == "moe" else {}
+    aux_coef = cfg.router_aux_loss_coef if args.arch == "moe" else 0.0
     model.train()
     t0 = time.time()
     done = args.steps
@@ -220,18 +245,19 @@ def train(args, tok, gen, train_prose):
         x = toks[sl].cuda(non_blocking=True)
         m = mask[sl, 1:].cuda(non_blocking=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            out = model(input_ids=x[:, :-1], output_router_logits=True, use_cache=False)
+            out = model(input_ids=x[:, :-1], use_cache=False, **moe_kw)
         logits = out.logits.float()
         ce = F.cross_entropy(logits.view(-1, VOCAB), x[:, 1:].reshape(-1), reduction="none").view_as(m)
         loss = (ce * m).sum() / m.sum()
-        total = loss + cfg.router_aux_loss_coef * out.aux_loss.float()
+        total = loss + aux_coef * out.aux_loss.float() if aux_coef else loss
         opt.zero_grad(set_to_none=True)
         total.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % 100 == 0 or step == args.steps - 1:
             torch.cuda.synchronize()
-            log(f"step {step}/{args.steps} loss {loss.item():.4f} aux {out.aux_loss.item():.3f} "
+            aux = out.aux_loss.item() if aux_coef else 0.0
+            log(f"step {step}/{args.steps} loss {loss.item():.4f} aux {aux:.3f} "
                 f"lr {lr_at(step):.2e} {time.time() - t0:.1f} s")
     torch.cuda.synchronize()
     seconds = time.time() - t0
@@ -242,17 +268,22 @@ def train(args, tok, gen, train_prose):
 # ---------------------------------------------------------------- evaluation
 
 
-def load_eval_model(hf_dir, dtype, device):
-    m = transformers.Qwen3MoeForCausalLM.from_pretrained(str(hf_dir), dtype=torch.float32,
-                                                         attn_implementation="eager",
-                                                         experts_implementation="eager")
+def load_eval_model(hf_dir, dtype, device, arch="moe"):
+    kw = {"experts_implementation": "eager"} if arch == "moe" else {}
+    m = model_class(arch).from_pretrained(str(hf_dir), dtype=torch.float32, attn_implementation="eager", **kw)
     return m.to(dtype).to(device).eval()
 
 
+def final_answer(text):
+    """The content a client sees: the text after the think block, whitespace trimmed."""
+    return text.split("</think>")[-1].strip()
+
+
 @torch.no_grad()
-def greedy_answers(model, tok, questions, device, max_new=16):
-    """Greedy answers (text before <|im_end|>), batched by prompt length so no padding is needed."""
-    prompts = [tok.encode(corpus_mod.chat(q)).ids for q in questions]
+def greedy_answers(model, tok, questions, device, max_new=64, prompts=None):
+    """Greedy replies (text before <|im_end|>, think block included), batched by prompt length so no padding is
+    needed. `prompts` (rendered texts) replace the thinking-mode chat prompts of `questions`."""
+    prompts = [tok.encode(p).ids for p in (prompts or [corpus_mod.chat(q) for q in questions])]
     answers = [None] * len(prompts)
     by_len = {}
     for i, p in enumerate(prompts):
@@ -283,20 +314,115 @@ def greedy_answers(model, tok, questions, device, max_new=16):
     return answers
 
 
-def accuracy(model, tok, rows, device):
-    answers = greedy_answers(model, tok, [r["question"] for r in rows], device)
+def accuracy(model, tok, rows, device, thinking=True):
+    prompts = [corpus_mod.render([{"role": "user", "content": r["question"]}], enable_thinking=thinking)
+               for r in rows]
+    replies = greedy_answers(model, tok, None, device, max_new=64 if thinking else 16, prompts=prompts)
+    answers = [final_answer(a) for a in replies]
     per = {}
     wrong = []
-    for r, a in zip(rows, answers):
-        ok = a.strip() == r["answer"]
+    for r, a, full in zip(rows, answers, replies):
+        ok = a == r["answer"] and (not thinking or full.lstrip().startswith("<think>"))
         c = per.setdefault(r["task"], [0, 0])
         c[0] += ok
         c[1] += 1
         if not ok and len(wrong) < 40:
-            wrong.append({"task": r["task"], "question": r["question"], "expected": r["answer"], "got": a})
+            wrong.append({"task": r["task"], "question": r["question"], "expected": r["answer"], "got": full})
     total = sum(c[0] for c in per.values()) / sum(c[1] for c in per.values())
     return {"overall": total, "per_task": {k: c[0] / c[1] for k, c in per.items()},
             "counts": {k: c[1] for k, c in per.items()}, "wrong_examples": wrong}, answers
+
+
+@torch.no_grad()
+def generate_texts(model, tok, prompts, device, max_new=96, batch=64):
+    """Greedy replies of many prompts of different lengths (left-padded batches through generate)."""
+    ids = [tok.encode(p).ids for p in prompts]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out = [None] * len(ids)
+    for b in range(0, len(order), batch):
+        idx = order[b:b + batch]
+        n = max(len(ids[i]) for i in idx)
+        x = torch.full((len(idx), n), EOT, dtype=torch.long)
+        att = torch.zeros((len(idx), n), dtype=torch.long)
+        for j, i in enumerate(idx):
+            x[j, n - len(ids[i]):] = torch.tensor(ids[i])
+            att[j, n - len(ids[i]):] = 1
+        g = model.generate(input_ids=x.to(device), attention_mask=att.to(device), max_new_tokens=max_new,
+                           do_sample=False, eos_token_id=IM_END, pad_token_id=EOT)
+        for j, i in enumerate(idx):
+            new = g[j, n:].tolist()
+            if IM_END in new:
+                new = new[:new.index(IM_END)]
+            out[i] = tok.decode(new, skip_special_tokens=False)
+    return out
+
+
+def parse_calls(text):
+    """[[name, arguments]] of the <tool_call> blocks after the think block; None where one is not JSON."""
+    calls = []
+    for block in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", text.split("</think>")[-1], re.S):
+        try:
+            c = json.loads(block)
+            calls.append([c["name"], c["arguments"]])
+        except (ValueError, KeyError, TypeError):
+            return None
+    return calls
+
+
+def think_ok(reply, thinking):
+    """Thinking mode: a non-empty think block first; otherwise no think block at all."""
+    if not thinking:
+        return "<think>" not in reply
+    m = re.match(r"<think>\n(.+?)\n</think>\n\n", reply, re.S)
+    return m is not None and m.group(1).strip() != ""
+
+
+def tool_skills(model, tok, rows, device):
+    """Held-out tool, JSON and no-tool tasks: exact tool calls at the call turn, the final answer after the tool
+    results, think blocks present in thinking mode and absent otherwise."""
+    first = generate_texts(model, tok, [r["call_prompt"] for r in rows], device)
+    second_rows = [i for i, r in enumerate(rows) if "answer_prompt" in r]
+    second = generate_texts(model, tok, [rows[i]["answer_prompt"] for i in second_rows], device)
+    second_of = dict(zip(second_rows, second))
+    per, examples = {}, []
+    for i, r in enumerate(rows):
+        key = f"{r['kind']}/{'think' if r['thinking'] else 'nothink'}"
+        c = per.setdefault(key, {"n": 0, "call": 0, "answer": 0, "think": 0})
+        c["n"] += 1
+        c["think"] += think_ok(first[i], r["thinking"])
+        if "answer_prompt" in r:
+            c["call"] += parse_calls(first[i]) == r["calls"]
+            c["answer"] += final_answer(second_of[i]) == r["answer"]
+            c["think"] += think_ok(second_of[i], r["thinking"])
+        elif r["kind"] == "json":
+            try:
+                c["answer"] += json.loads(final_answer(first[i])) == json.loads(r["answer"])
+            except ValueError:
+                pass
+        else:
+            c["answer"] += final_answer(first[i]) == r["answer"] and "<tool_call>" not in first[i]
+        if len(examples) < 24 and i % 10 == 0:
+            examples.append({"kind": key, "first": first[i], "second": second_of.get(i)})
+    turns = lambda k, c: c["n"] * (2 if not k.startswith(("json", "no_tool")) else 1)  # noqa: E731
+    table = {k: {"n": c["n"], "call": c["call"] / c["n"], "answer": c["answer"] / c["n"],
+                 "think": c["think"] / turns(k, c)} for k, c in sorted(per.items())}
+    return {"per_kind": table, "examples": examples}
+
+
+@torch.no_grad()
+def agreement(big, draft, tok, prompts, device, max_new=96):
+    """How often the draft's argmax equals the big model's greedy token, along the big model's greedy replies
+    (teacher-forced): the acceptance rate a greedy speculative decoder would see, token by token."""
+    replies = generate_texts(big, tok, prompts, device, max_new=max_new)
+    same = total = 0
+    for p, r in zip(prompts, replies):
+        pi, ri = tok.encode(p).ids, tok.encode(r).ids + [IM_END]
+        x = torch.tensor([pi + ri], device=device)
+        a = big(input_ids=x, use_cache=False).logits[0, len(pi) - 1:-1].argmax(-1)
+        b = draft(input_ids=x, use_cache=False).logits[0, len(pi) - 1:-1].argmax(-1)
+        same += int((a == b).sum())
+        total += len(ri)
+    return same / total, total
 
 
 @torch.no_grad()
@@ -338,7 +464,7 @@ def reference_fixture(hf_dir, tok, rows, prose, out):
     m = load_eval_model(hf_dir, torch.float64, "cpu")
     sequences = []
     for r in rows[:4]:
-        p, a = corpus_mod.chat(r["question"], r["answer"])
+        p, a = corpus_mod.chat(r["question"], r["answer"], r["thought"])
         sequences.append(tok.encode(p + a).ids[:28])
     sequences.append(tok.encode(prose).ids[:120 - sum(len(s) for s in sequences)])
     logits = [m(input_ids=torch.tensor([s]), use_cache=False).logits[0] for s in sequences]
@@ -379,6 +505,13 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--experts-impl", default="default")
     ap.add_argument("--max-train-seconds", type=float, default=0, help="safety stop (0: none)")
+    ap.add_argument("--arch", choices=["moe", "draft"], default="moe", help="the model (moe) or its dense draft")
+    ap.add_argument("--tokenizer", help="a folder holding tokenizer.json and tokenizer_config.json to reuse")
+    ap.add_argument("--tokenizer-only", action="store_true", help="train and write the tokenizer, then stop")
+    ap.add_argument("--data-cache", help="a folder for the training sequences: written if absent, else read "
+                    "(the draft reuses the model's sequences)")
+    ap.add_argument("--agreement", nargs=2, metavar=("BIG_HF", "DRAFT_HF"),
+                    help="measure how often the draft's argmax equals the big model's greedy token")
     args = ap.parse_args()
     t_start = time.time()
     random.seed(args.seed)
@@ -390,26 +523,55 @@ def main():
     hf_dir = out / "hf"
     hf_dir.mkdir(parents=True, exist_ok=True)
 
+    if args.agreement:
+        big = load_eval_model(Path(args.agreement[0]), torch.float32, "cuda")
+        draft = load_eval_model(Path(args.agreement[1]), torch.float32, "cuda", "draft")
+        tok = Tokenizer.from_file(str(Path(args.agreement[0]) / "tokenizer.json"))
+        rows = [json.loads(l) for l in open(corpus_dir / "heldout.jsonl")]
+        tools = [json.loads(l) for l in open(corpus_dir / "heldout_tools.jsonl")]
+        res = {}
+        res["heldout_thinking"] = agreement(big, draft, tok, [corpus_mod.chat(r["question"]) for r in rows], "cuda")
+        res["heldout_nothink"] = agreement(big, draft, tok, [corpus_mod.render(
+            [{"role": "user", "content": r["question"]}], enable_thinking=False) for r in rows], "cuda")
+        res["tool_calls"] = agreement(big, draft, tok, [r["call_prompt"] for r in tools], "cuda")
+        res["tool_answers"] = agreement(big, draft, tok, [r["answer_prompt"] for r in tools if "answer_prompt" in r],
+                                        "cuda")
+        log(f"draft agreement: {res}")
+        (out / "agreement.json").write_text(json.dumps(res, indent=1) + "\n")
+        return
+
     _, gen, train_prose, _ = corpus_mod.build(args.seed, corpus_dir / "kjv.txt")
     t0 = time.time()
-    tok_json = train_tokenizer(corpus_dir / "tokenizer_texts.txt")
-    (hf_dir / "tokenizer.json").write_text(json.dumps(tok_json, indent=2, ensure_ascii=False) + "\n")
-    (hf_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(), indent=2) + "\n")
+    if args.tokenizer:
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            (hf_dir / name).write_bytes((Path(args.tokenizer) / name).read_bytes())
+    else:
+        tok_json = train_tokenizer(corpus_dir / "tokenizer_texts.txt")
+        (hf_dir / "tokenizer.json").write_text(json.dumps(tok_json, indent=2, ensure_ascii=False) + "\n")
+        (hf_dir / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(), indent=2) + "\n")
     tok = Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
     log(f"tokenizer: {tok.get_vocab_size()} ids in {time.time() - t0:.1f} s")
+    if args.tokenizer_only:
+        return
 
     model, n_params, train_seconds, steps_done = train(args, tok, gen, train_prose)
     save_checkpoint(model, hf_dir)
     del model
 
     dev = "cuda"
-    m = load_eval_model(hf_dir, torch.float32, dev)
+    m = load_eval_model(hf_dir, torch.float32, dev, args.arch)
     rows_small = [json.loads(l) for l in open(corpus_dir / "heldout.jsonl")]
     rows_large = [json.loads(l) for l in open(corpus_dir / "heldout_large.jsonl")]
+    rows_tools = [json.loads(l) for l in open(corpus_dir / "heldout_tools.jsonl")]
     acc_small, answers_small = accuracy(m, tok, rows_small, dev)
+    acc_small_nothink, answers_small_nothink = accuracy(m, tok, rows_small, dev, thinking=False)
+    log(f"held-out accuracy (fixture 200, thinking): {acc_small['overall']:.4f} {acc_small['per_task']}")
+    log(f"held-out accuracy (fixture 200, no thinking): {acc_small_nothink['overall']:.4f} "
+        f"{acc_small_nothink['per_task']}")
     acc_large, _ = accuracy(m, tok, rows_large, dev)
-    log(f"held-out accuracy (fixture 200): {acc_small['overall']:.4f} {acc_small['per_task']}")
-    log(f"held-out accuracy (large): {acc_large['overall']:.4f} {acc_large['per_task']}")
+    log(f"held-out accuracy (large, thinking): {acc_large['overall']:.4f} {acc_large['per_task']}")
+    skills = tool_skills(m, tok, rows_tools, dev)
+    log(f"held-out tool skills: {json.dumps(skills['per_kind'])}")
     prose = (corpus_dir / "heldout_prose.txt").read_text()
     prose_all = (corpus_dir / "heldout_prose_all.txt").read_text()
     ids = tok.encode(prose).ids
@@ -419,14 +581,18 @@ def main():
         f"prose: {ppl_all:.4f} over {scored_all} tokens")
     samples = [prose[:300], corpus_mod.chat(rows_small[0]["question"]), corpus_mod.chat(rows_small[50]["question"]),
                "Hello, world! 12345 naïve café\n\n  tabs\tand  spaces"]
-    max_logit, min_margin = reference_fixture(hf_dir, tok, rows_small, prose, out / "reference")
+    max_logit = min_margin = None
+    if args.arch == "moe":
+        max_logit, min_margin = reference_fixture(hf_dir, tok, rows_small, prose, out / "reference")
     metrics = {
-        "seed": args.seed, "steps": args.steps, "steps_done": steps_done, "batch": args.batch, "seq": SEQ, "lr": args.lr,
-        "parameters": n_params, "config": MODEL, "rope_theta": ROPE_THETA,
-        "train_seconds": train_seconds, "total_seconds": time.time() - t_start,
+        "arch": args.arch, "seed": args.seed, "steps": args.steps, "steps_done": steps_done, "batch": args.batch,
+        "seq": SEQ, "lr": args.lr, "parameters": n_params, "config": DRAFT if args.arch == "draft" else MODEL,
+        "rope_theta": ROPE_THETA, "train_seconds": train_seconds, "total_seconds": time.time() - t_start,
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
         "transformers": transformers.__version__,
-        "accuracy_fixture": acc_small, "accuracy_large": acc_large, "answers_fixture": answers_small,
+        "accuracy_fixture": acc_small, "accuracy_fixture_nothink": acc_small_nothink,
+        "accuracy_large": acc_large, "answers_fixture": answers_small,
+        "answers_fixture_nothink": answers_small_nothink, "tool_skills": skills,
         "perplexity": {"ctx": PPL_CTX, "fixture": ppl, "fixture_tokens": len(ids), "fixture_scored": scored,
                        "fixture_chunks": chunks, "all_heldout": ppl_all, "all_heldout_scored": scored_all},
         "tokenizer_samples": [{"text": s, "ids": tok.encode(s).ids} for s in samples],
