@@ -2,6 +2,7 @@
 // target with the exact acceptance rule, and choosing each step's draft length from measured costs.
 #pragma once
 
+#include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/models/forward.hpp"
@@ -94,7 +95,7 @@ struct verified_token {
 
 /// What a verification needs from the target's sequence and the generation.
 struct verify_target {
-    models::forward_runner& runner;
+    batch_engine& runner; ///< the target model's: verification is one of its steps
     models::kv_cache& cache;
     std::vector<std::int32_t>& history; ///< tokens in `cache`
     runtime::sampler& sampler;
