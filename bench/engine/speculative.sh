@@ -8,7 +8,8 @@
 # MODEL (default models/sluice-tiny-moe.gguf), DRAFT (default models/sluice-tiny-draft.gguf if present, else
 # MODEL itself: a self-draft, every draft accepted), N (tokens per prompt, default 128), BUDGET (a
 # --memory-budget; with one that streams the experts, the table adds expert reads and bytes read per token),
-# EXTRA (more `sluice run` flags for the speculative modes, e.g. "--draft-fixed --draft-max 4"). Needs jq.
+# EXTRA (more `sluice run` flags for the speculative modes, e.g. "--draft-fixed --draft-max 4"), MODES (default
+# "off lookup draft"). Needs jq.
 # Run it through bench/quiet.sh on a shared machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +33,7 @@ prompts=(
     "text:And God said, Let there be light: and there was light."
     "text:The LORD is my shepherd; I shall not want."
 )
-modes=(off lookup draft)
+read -ra modes <<<"${MODES:-off lookup draft}" # "off" must be first: the others are checked against it
 flags_off=()
 read -ra extra_flags <<<"${EXTRA:-}"
 flags_lookup=(--lookup "${extra_flags[@]}")
@@ -56,7 +57,7 @@ one() { # mode prompt -> json
 
 for ((r = 0; r < rounds; r++)); do
     # Rotate the order each round: off lookup draft, lookup draft off, draft off lookup.
-    order=("${modes[@]:r%3}" "${modes[@]:0:r%3}")
+    order=("${modes[@]:r%${#modes[@]}}" "${modes[@]:0:r%${#modes[@]}}")
     for i in "${!prompts[@]}"; do
         for m in "${order[@]}"; do
             out=$(one "$m" "${prompts[$i]}")

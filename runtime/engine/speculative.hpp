@@ -59,7 +59,8 @@ private:
 /// Chooses each step's draft length from what steps measured: the time of a one-token step, the extra time of
 /// each verified position (misses of streamed experts make it large, cached experts small), the time of
 /// drafting a token and the acceptance rate. The length maximises expected tokens per millisecond; 0 (plain
-/// decode) when no length beats one token per step. While off it probes now and then, as acceptance and costs
+/// decode) when no length beats one token per step. While off it probes now and then (after 32 plain steps,
+/// twice as long after each probe that finds drafting still not paying, up to 1024), as acceptance and costs
 /// change with the text.
 class draft_controller {
 public:
@@ -84,6 +85,8 @@ private:
     bool off_ = false;              ///< drafting does not pay: plain steps, with a probe now and then
     std::uint32_t since_plain_ = 0; ///< verification steps since the last plain one (keeps plain_ms_ fresh)
     std::uint32_t since_probe_ = 0; ///< plain steps while off
+    std::uint32_t probe_every_ = 32; ///< plain steps between probes while off (doubles while probes fail)
+    bool probing_ = false;          ///< the last drafting step was a probe
 };
 
 /// One drafted token's verdict, or the token that replaced it.
