@@ -119,10 +119,10 @@ boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::
 
 namespace {
 
-constexpr double ema_weight = 0.2;    ///< weight of a new measurement in the costs' moving averages
-constexpr double decay = 0.95;        ///< acceptance counts fade, so the rate follows the text
-constexpr std::uint32_t refresh = 32; ///< a plain step at least this often while drafting (fresh plain_ms_)
-constexpr std::uint32_t first_probe = 32; ///< while off, a drafting step after this many plain ones, doubling
+constexpr double ema_weight = 0.2;         ///< weight of a new measurement in the costs' moving averages
+constexpr double decay = 0.95;             ///< acceptance counts fade, so the rate follows the text
+constexpr std::uint32_t refresh = 32;      ///< a plain step at least this often while drafting (fresh plain_ms_)
+constexpr std::uint32_t first_probe = 32;  ///< while off, a drafting step after this many plain ones, doubling
 constexpr std::uint32_t last_probe = 1024; ///< each time the probe finds drafting still does not pay, up to this
 
 void blend(double& avg, double value) {

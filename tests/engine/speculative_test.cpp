@@ -298,8 +298,8 @@ double critical_value(int df) {
 }
 
 /// Tokens 2 to 4 of `n` seeded samples (token 1 comes from the prefill, before any drafting).
-std::array<std::map<std::int32_t, int>, 3> sample_tokens(const std::shared_ptr<model>& m, generate_request req,
-                                                        int n, std::uint64_t first_seed, std::uint32_t& drafted) {
+std::array<std::map<std::int32_t, int>, 3> sample_tokens(const std::shared_ptr<model>& m, generate_request req, int n,
+                                                         std::uint64_t first_seed, std::uint32_t& drafted) {
     session s(m);
     std::array<std::map<std::int32_t, int>, 3> counts;
     for (int i = 0; i < n; ++i) {
@@ -328,8 +328,8 @@ void expect_target_distribution(const std::shared_ptr<model>& m, generate_reques
     for (std::size_t pos = 0; pos < plain.size(); ++pos) {
         const auto [stat, df] = chi_square(plain[pos], fast[pos]);
         ASSERT_GT(df, 0) << "token " << pos + 2 << ": one category only; the test would prove nothing";
-        EXPECT_LT(stat, critical_value(df)) << "token " << pos + 2 << ": chi-square " << stat << " with " << df
-                                            << " degrees of freedom";
+        EXPECT_LT(stat, critical_value(df))
+            << "token " << pos + 2 << ": chi-square " << stat << " with " << df << " degrees of freedom";
     }
 }
 
