@@ -191,6 +191,9 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
     if (plain_ms_ > 0.0) {
+        // A pass over more positions costs at least a one-token step: a larger plain_ms_ is an outlier (the first
+        // decode step runs cold) that would make drafting look free.
+        plain_ms_ = std::min(plain_ms_, verify_ms);
         const double extra = (verify_ms - plain_ms_) / drafted;
         if (!measured_verify_) {
             extra_ms_ = extra;
