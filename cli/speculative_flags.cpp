@@ -32,8 +32,8 @@ void speculative_flags::apply_to(model_options& options) const {
     options.draft_max = draft_max;
     options.draft_optional = draft_optional;
     options.draft_adaptive = !fixed;
-    options.speculative = !draft.empty() ? speculative_mode::draft
-                                         : (lookup ? speculative_mode::lookup : speculative_mode::off);
+    options.speculative =
+        !draft.empty() ? speculative_mode::draft : (lookup ? speculative_mode::lookup : speculative_mode::off);
 }
 
 result<void> check_speculative_flags(const speculative_flags& flags) {

@@ -8,7 +8,9 @@
 # MODEL (default models/sluice-tiny-moe.gguf), DRAFT (default models/sluice-tiny-draft.gguf if present, else
 # MODEL itself: a self-draft, every draft accepted), N (tokens per prompt, default 128), BUDGET (a
 # --memory-budget; with one that streams the experts, the table adds expert reads and bytes read per token),
-# EXTRA (more `sluice run` flags for the speculative modes, e.g. "--draft-fixed --draft-max 4"). Needs jq.
+# EXTRA (more `sluice run` flags for the speculative modes, e.g. "--draft-fixed --draft-max 4"), MODES (default
+# "off lookup draft"), IGNORE_EOS (default 1: every prompt generates N tokens; 0: answers end where the model
+# ends them). Needs jq.
 # Run it through bench/quiet.sh on a shared machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +34,7 @@ prompts=(
     "text:And God said, Let there be light: and there was light."
     "text:The LORD is my shepherd; I shall not want."
 )
-modes=(off lookup draft)
+read -ra modes <<<"${MODES:-off lookup draft}" # "off" must be first: the others are checked against it
 flags_off=()
 read -ra extra_flags <<<"${EXTRA:-}"
 flags_lookup=(--lookup "${extra_flags[@]}")
@@ -48,15 +50,16 @@ done
 one() { # mode prompt -> json
     local mode=$1 p=$2 kind=${2%%:*} text=${2#*:}
     local -n extra="flags_$mode"
-    local args=(run -m "$model" -p "$text" -n "$n" --temp 0 --threads "$threads" --json --ignore-eos
+    local args=(run -m "$model" -p "$text" -n "$n" --temp 0 --threads "$threads" --json
         "${budget_flags[@]}" "${extra[@]}")
+    [[ ${IGNORE_EOS:-1} == 1 ]] && args+=(--ignore-eos)
     [[ $kind == chat ]] && args+=(--chat)
     "$sluice" "${args[@]}" 2>/dev/null
 }
 
 for ((r = 0; r < rounds; r++)); do
     # Rotate the order each round: off lookup draft, lookup draft off, draft off lookup.
-    order=("${modes[@]:r%3}" "${modes[@]:0:r%3}")
+    order=("${modes[@]:r%${#modes[@]}}" "${modes[@]:0:r%${#modes[@]}}")
     for i in "${!prompts[@]}"; do
         for m in "${order[@]}"; do
             out=$(one "$m" "${prompts[$i]}")
@@ -80,7 +83,7 @@ for ((r = 0; r < rounds; r++)); do
 done
 
 echo "model $(basename "$model"), draft $(basename "$DRAFT"), $rounds rounds x ${#prompts[@]} prompts x $n tokens," \
-    "$threads threads, budget ${BUDGET:-default}, extra flags: ${EXTRA:-none}"
+    "$threads threads, budget ${BUDGET:-default}, extra flags: ${EXTRA:-none}, ignore-eos ${IGNORE_EOS:-1}"
 printf '%-7s %8s %10s %9s %8s %8s %8s %10s %14s %14s\n' mode tokens decode_ms tok/s drafted accepted speedup \
     mismatches expert_reads/t MB_read/t
 base=$(jq -n "${tokens[off]} * 1000 / ${ms[off]}")

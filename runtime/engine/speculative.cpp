@@ -119,10 +119,11 @@ boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::
 
 namespace {
 
-constexpr double ema_weight = 0.2;    ///< weight of a new measurement in the costs' moving averages
-constexpr double decay = 0.95;        ///< acceptance counts fade, so the rate follows the text
-constexpr std::uint32_t refresh = 32; ///< a plain step at least this often while drafting (fresh plain_ms_)
-constexpr std::uint32_t probe = 48;   ///< while off, a drafting step after this many plain ones
+constexpr double ema_weight = 0.2;         ///< weight of a new measurement in the costs' moving averages
+constexpr double decay = 0.95;             ///< acceptance counts fade, so the rate follows the text
+constexpr std::uint32_t refresh = 32;      ///< a plain step at least this often while drafting (fresh plain_ms_)
+constexpr std::uint32_t first_probe = 32;  ///< while off, a drafting step after this many plain ones, doubling
+constexpr std::uint32_t last_probe = 1024; ///< each time the probe finds drafting still does not pay, up to this
 
 void blend(double& avg, double value) {
     avg = avg == 0.0 ? value : avg + ema_weight * (value - avg);
@@ -141,11 +142,12 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         return std::min<std::uint32_t>(limit, 3); // a first, short measurement of drafting and verifying
     }
     if (off_) {
-        if (++since_probe_ < probe) {
+        if (++since_probe_ < probe_every_) {
             return 0;
         }
         since_probe_ = 0;
         off_ = false;
+        probing_ = true;
         return std::min<std::uint32_t>(limit, 2);
     }
     // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step plus
@@ -166,6 +168,12 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         }
     }
     off_ = best == 0;
+    if (probing_) {
+        // A probe that finds drafting still not paying waits twice as long for the next (a draft model catches
+        // up on the tokens it missed at each probe, which costs); one that finds it paying starts over.
+        probe_every_ = off_ ? std::min(probe_every_ * 2, last_probe) : first_probe;
+        probing_ = false;
+    }
     return best;
 }
 
@@ -183,6 +191,9 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
     if (plain_ms_ > 0.0) {
+        // A pass over more positions costs at least a one-token step: a larger plain_ms_ is an outlier (the first
+        // decode step runs cold) that would make drafting look free.
+        plain_ms_ = std::min(plain_ms_, verify_ms);
         const double extra = (verify_ms - plain_ms_) / drafted;
         if (!measured_verify_) {
             extra_ms_ = extra;

@@ -20,13 +20,13 @@ namespace sluice::speculation {
 
 /// What a model's generations counted (monotonic; relaxed atomics, any thread).
 struct counters {
-    std::atomic<std::uint64_t> verify_steps{0};       ///< forward passes that verified drafted tokens
-    std::atomic<std::uint64_t> drafted{0};            ///< tokens drafted and verified
-    std::atomic<std::uint64_t> accepted{0};           ///< drafted tokens the target accepted
-    std::atomic<std::uint64_t> verify_tokens{0};      ///< tokens those passes produced (accepted + 1 each)
+    std::atomic<std::uint64_t> verify_steps{0};        ///< forward passes that verified drafted tokens
+    std::atomic<std::uint64_t> drafted{0};             ///< tokens drafted and verified
+    std::atomic<std::uint64_t> accepted{0};            ///< drafted tokens the target accepted
+    std::atomic<std::uint64_t> verify_tokens{0};       ///< tokens those passes produced (accepted + 1 each)
     std::atomic<std::uint64_t> verify_expert_reads{0}; ///< experts read from disk during those passes
-    std::atomic<std::uint64_t> plain_tokens{0};       ///< tokens of ordinary one-token decode steps
-    std::atomic<std::uint64_t> plain_expert_reads{0}; ///< experts read from disk during those steps
+    std::atomic<std::uint64_t> plain_tokens{0};        ///< tokens of ordinary one-token decode steps
+    std::atomic<std::uint64_t> plain_expert_reads{0};  ///< experts read from disk during those steps
 };
 
 /// Prompt lookup: finds the latest earlier occurrence of the last n tokens of `history` (n from `max_ngram` down
@@ -60,7 +60,8 @@ private:
 /// Chooses each step's draft length from what steps measured: the time of a one-token step, the extra time of
 /// each verified position (misses of streamed experts make it large, cached experts small), the time of
 /// drafting a token and the acceptance rate. The length maximises expected tokens per millisecond; 0 (plain
-/// decode) when no length beats one token per step. While off it probes now and then, as acceptance and costs
+/// decode) when no length beats one token per step. While off it probes now and then (after 32 plain steps,
+/// twice as long after each probe that finds drafting still not paying, up to 1024), as acceptance and costs
 /// change with the text.
 class draft_controller {
 public:
@@ -70,21 +71,22 @@ public:
     void record_plain(double ms);
     /// A verification step: `drafted` tokens, `accepted` of them before the first rejection (`rejected`: one
     /// was), the target's pass took `verify_ms` and drafting `draft_ms`.
-    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
-                       double draft_ms);
+    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms);
     /// Estimated acceptance rate of one drafted token.
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
 
 private:
-    double plain_ms_ = 0.0;    ///< EMA of a one-token step; 0 until measured
-    double extra_ms_ = 0.0;    ///< EMA of the verification's cost per drafted position beyond a one-token step
-    double draft_ms_ = 0.0;    ///< EMA of drafting one token
-    double accepted_ = 1.0;    ///< decayed counts behind acceptance(): a prior of 1 in 2
+    double plain_ms_ = 0.0; ///< EMA of a one-token step; 0 until measured
+    double extra_ms_ = 0.0; ///< EMA of the verification's cost per drafted position beyond a one-token step
+    double draft_ms_ = 0.0; ///< EMA of drafting one token
+    double accepted_ = 1.0; ///< decayed counts behind acceptance(): a prior of 1 in 2
     double tried_ = 2.0;
     bool measured_verify_ = false;
-    bool off_ = false;              ///< drafting does not pay: plain steps, with a probe now and then
-    std::uint32_t since_plain_ = 0; ///< verification steps since the last plain one (keeps plain_ms_ fresh)
-    std::uint32_t since_probe_ = 0; ///< plain steps while off
+    bool off_ = false;               ///< drafting does not pay: plain steps, with a probe now and then
+    std::uint32_t since_plain_ = 0;  ///< verification steps since the last plain one (keeps plain_ms_ fresh)
+    std::uint32_t since_probe_ = 0;  ///< plain steps while off
+    std::uint32_t probe_every_ = 32; ///< plain steps between probes while off (doubles while probes fail)
+    bool probing_ = false;           ///< the last drafting step was a probe
 };
 
 /// One drafted token's verdict, or the token that replaced it.

@@ -58,9 +58,28 @@ std::pair<std::uint64_t, json::object> plan(const std::string& extra = "") {
 }
 
 std::vector<std::string> run_args(std::uint64_t budget) {
-    return {SLUICE_EXE,    "run",   "-m",       model, "-p",   "In the beginning God created the heaven and the earth.",
-            "-n",          "96",    "--temp",   "0",   "--ctx", "512",  "--threads", "2",  "--ignore-eos",
-            "--draft",     model,   "--draft-max", "4", "--disk-bandwidth", "1", "--memory-budget",
+    return {SLUICE_EXE,
+            "run",
+            "-m",
+            model,
+            "-p",
+            "In the beginning God created the heaven and the earth.",
+            "-n",
+            "96",
+            "--temp",
+            "0",
+            "--ctx",
+            "512",
+            "--threads",
+            "2",
+            "--ignore-eos",
+            "--draft",
+            model,
+            "--draft-max",
+            "4",
+            "--disk-bandwidth",
+            "1",
+            "--memory-budget",
             std::to_string(budget)};
 }
 
@@ -69,8 +88,8 @@ TEST(speculative_memory, peak_rss_stays_within_the_budget_with_a_draft_resident_
     ASSERT_GT(draft_bytes, 0u);
     const auto b = [&](const char* key) { return static_cast<std::uint64_t>(whole.at(key).to_number<double>()); };
     // Both resident, with nothing to spare beyond what the plan counts.
-    const std::uint64_t resident = draft_bytes + b("dense_bytes") + b("expert_bytes") + b("kv_bytes") +
-                                   b("compute_bytes") + b("checkpoint_bytes");
+    const std::uint64_t resident =
+        draft_bytes + b("dense_bytes") + b("expert_bytes") + b("kv_bytes") + b("compute_bytes") + b("checkpoint_bytes");
     // The draft resident and the model's experts streamed through a cache of a quarter of them.
     const std::uint64_t streamed = draft_bytes + b("dense_bytes") + b("kv_bytes") + b("compute_bytes") +
                                    b("checkpoint_bytes") + b("expert_bytes") / 4;
@@ -107,9 +126,8 @@ TEST(speculative_memory, a_budget_that_cannot_hold_both_is_refused_or_runs_witho
     const auto made = run_process(std::string(SLUICE_EXE) + " mkmodel -q -o " + shell_quote(other.string()) +
                                   " --preset tiny-qwen3moe --type q8_0 --seed 3");
     ASSERT_EQ(made.status, 0) << made.err;
-    const auto other_vocab =
-        run_process(std::string(SLUICE_EXE) + " run -m " + shell_quote(model) + " -p hi -n 4 --draft " +
-                    shell_quote(other.string()));
+    const auto other_vocab = run_process(std::string(SLUICE_EXE) + " run -m " + shell_quote(model) +
+                                         " -p hi -n 4 --draft " + shell_quote(other.string()));
     EXPECT_EQ(other_vocab.status, 1);
     EXPECT_NE(other_vocab.err.find("same vocabulary"), std::string::npos) << other_vocab.err;
     std::filesystem::remove(other);

@@ -115,8 +115,9 @@ TEST(speculative_serve, bad_speculative_fields_are_a_400_naming_the_field) {
 }
 
 TEST(speculative_serve, a_draft_with_another_vocabulary_stops_the_server_with_a_message) {
-    const auto r = run_process(sluice_exe() + " serve --port 0 --threads 2 -m " + shell_quote(bundled_model().string()) +
-                               " --draft " + shell_quote(tiny_model().string()));
+    const auto r =
+        run_process(sluice_exe() + " serve --port 0 --threads 2 -m " + shell_quote(bundled_model().string()) +
+                    " --draft " + shell_quote(tiny_model().string()));
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("same vocabulary"), std::string::npos) << r.err;
     const auto missing = run_process(sluice_exe() + " serve --port 0 --draft /nonexistent/draft.gguf");
