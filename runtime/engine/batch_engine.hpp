@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -54,7 +55,7 @@ struct batch_engine_counters {
 };
 
 /// One per model. Thread-safe submission; the steps run on the executor of the request that found the engine idle.
-class batch_engine {
+class batch_engine : public std::enable_shared_from_this<batch_engine> {
 public:
     /// `max_batch`: the step token budget (and the runner's batch). With a routing log, each step holds one
     /// sequence (the log follows one sequence at a time).
@@ -100,7 +101,9 @@ private:
         async_event done_event;
     };
 
-    boost::asio::awaitable<void> run_steps();
+    /// The step loop; `self` keeps the engine alive until the loop has left (its last round may outlast the
+    /// model's own reference).
+    boost::asio::awaitable<void> run_steps(std::shared_ptr<batch_engine> self);
     /// Under the lock: takes `r` out of the queue with `outcome` and wakes its waiter.
     void finish(request& r, result<void> outcome);
     /// Under the lock, after a request of the step in progress was cancelled: when no request of that step is
