@@ -124,7 +124,7 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
         if (!running_) {
             running_ = true;
             executor_ = executor;
-            asio::co_spawn(executor, run_steps(), asio::bind_cancellation_slot(step_cancel_.slot(), asio::detached));
+            asio::co_spawn(executor, run_steps(shared_from_this()), asio::bind_cancellation_slot(step_cancel_.slot(), asio::detached));
         }
     }
     auto [ec] = co_await req.done_event.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -169,7 +169,8 @@ void batch_engine::cancel_step_if_abandoned() {
     });
 }
 
-asio::awaitable<void> batch_engine::run_steps() {
+asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self) {
+    (void)self; // held by the frame
     // A step cancelled because every sequence in it left ends with an error from its expert wait, not a throw.
     co_await asio::this_coro::throw_if_cancelled(false);
     const auto executor = co_await asio::this_coro::executor;

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -53,8 +54,9 @@ struct batch_engine_counters {
     std::uint32_t widest_step = 0;   ///< the most sequences one step held
 };
 
-/// One per model. Thread-safe submission; the steps run on the executor of the request that found the engine idle.
-class batch_engine {
+/// One per model, held by shared_ptr (the step loop keeps it alive until it ends). Thread-safe submission; the steps
+/// run on the executor of the request that found the engine idle.
+class batch_engine : public std::enable_shared_from_this<batch_engine> {
 public:
     /// `max_batch`: the step token budget (and the runner's batch). With a routing log, each step holds one
     /// sequence (the log follows one sequence at a time).
@@ -100,7 +102,9 @@ private:
         async_event done_event;
     };
 
-    boost::asio::awaitable<void> run_steps();
+    /// The step loop; `self` keeps the engine alive while the loop waits for sequences to come back, which may be
+    /// after the last session and the model went away.
+    boost::asio::awaitable<void> run_steps(std::shared_ptr<batch_engine> self);
     /// Under the lock: takes `r` out of the queue with `outcome` and wakes its waiter.
     void finish(request& r, result<void> outcome);
     /// Under the lock, after a request of the step in progress was cancelled: when no request of that step is
