@@ -4,6 +4,7 @@
 #include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/experts/expert_cache.hpp"
 #include "runtime/models/forward.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/engine/tiny_model.hpp"
@@ -296,6 +297,40 @@ TEST_P(concurrent_sessions, greedy_tokens_equal_each_request_alone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(engine, concurrent_sessions, ::testing::Values(1u, 4u, 8u));
+
+// The bundled model with its experts streamed through an expert cache of 12 slots (of 128 experts): concurrent
+// sessions fetch each step's distinct experts once, through the cache and io_uring, and still answer as alone.
+TEST(concurrent_sessions, streamed_experts_batched_answer_as_alone) {
+    const auto path = std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf";
+    const auto resident = load_model(path, 64, 256);
+    const auto& p = resident->plan();
+    model_options o;
+    o.n_batch = 64;
+    o.n_ctx = 256;
+    o.n_threads = 2;
+    o.memory_budget = p.dense_bytes + p.kv_bytes + p.checkpoint_bytes + p.compute_bytes + 12 * p.slot_bytes +
+                      p.slot_bytes / 2;
+    o.disk_bandwidth = 1e9;
+    auto loaded = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(path, o); });
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    const auto m = *loaded;
+    ASSERT_TRUE(m->plan().streams());
+    const auto qs = questions(6);
+    std::vector<generate_request> reqs;
+    std::vector<outcome> alone;
+    for (const auto& q : qs) {
+        reqs.push_back(greedy(q));
+        alone.push_back(concurrently(resident, {reqs.back()}).front());
+    }
+    const auto reads_before = m->expert_counters();
+    const auto together = concurrently(m, reqs);
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+        EXPECT_EQ(together[i].error, "");
+        EXPECT_EQ(together[i].tokens, alone[i].tokens) << "question: " << qs[i];
+    }
+    EXPECT_GE(m->batch()->counters().widest_step, 2u);
+    EXPECT_GT(m->expert_counters().misses, reads_before.misses); // the experts did stream
+}
 
 // A request cancelled while others generate leaves at a step boundary as cancelled; the others are unchanged.
 TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
