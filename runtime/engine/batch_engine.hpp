@@ -84,7 +84,7 @@ public:
     /// The published sequence other than `self` sharing the longest prefix with `prompt`, and that length (0 and
     /// nullptr when none shares a token).
     [[nodiscard]] std::pair<const shared_sequence*, std::size_t> longest_prefix(std::span<const std::int32_t> prompt,
-                                                                              const shared_sequence* self) const;
+                                                                                const shared_sequence* self) const;
     [[nodiscard]] std::uint32_t max_batch() const noexcept { return runner_.max_batch(); }
 
 private:
@@ -94,10 +94,10 @@ private:
         std::span<const std::int32_t> tokens;
         models::logits_mode mode = models::logits_mode::last;
         std::vector<float>* logits = nullptr;
-        std::size_t done = 0;     ///< tokens run
-        bool in_step = false;     ///< the step in progress uses its cache and logits
-        bool cancelled = false;   ///< leave at the next step boundary
-        bool finished = false;    ///< out of the queue; `outcome` is final
+        std::size_t done = 0;   ///< tokens run
+        bool in_step = false;   ///< the step in progress uses its cache and logits
+        bool cancelled = false; ///< leave at the next step boundary
+        bool finished = false;  ///< out of the queue; `outcome` is final
         result<void> outcome;
         async_event done_event;
     };
@@ -118,9 +118,9 @@ private:
     std::deque<request*> queue_;
     std::vector<const shared_sequence*> published_;
     std::vector<request*> in_step_; ///< the requests of the step in progress
-    std::uint64_t step_id_ = 0;      ///< counts steps started
+    std::uint64_t step_id_ = 0;     ///< counts steps started
     bool running_ = false;
-    boost::asio::any_io_executor executor_;      ///< where the steps run (while running_)
+    boost::asio::any_io_executor executor_;        ///< where the steps run (while running_)
     boost::asio::cancellation_signal step_cancel_; ///< bound to the step loop; emitted on its executor only
     batch_engine_counters counters_;
 };
