@@ -86,7 +86,8 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--port", o.port, "TCP port (0: any free port, printed on stderr)")
         ->check(CLI::Range(0, 65535))
         ->capture_default_str();
-    cmd->add_option("--parallel", o.parallel, "Generations running at once (one session each, batched into one forward pass per step)")
+    cmd->add_option("--parallel", o.parallel,
+                    "Generations running at once (one session each, batched into one forward pass per step)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{256}))
         ->capture_default_str();
     cmd->add_option("--queue", o.queue, "Requests waiting for a slot before 503")

@@ -115,7 +115,12 @@ private:
 /// previous prompt + output (where the model's layers allow going back to it; for models with recurrent layers,
 /// whose state cannot be cut back, the longest prefix ending at a state checkpoint: the end of each prompt, the end
 /// of each generation, and every checkpoint_interval positions of a long prefill). One generation at a time per
-/// session; many sessions may share a model and run concurrently on one io_context.
+/// session; many sessions may share a model and run concurrently on one io_context. Sessions of one model are
+/// batched without the caller doing anything: their forward passes go through the model's batch engine, which runs
+/// the waiting sequences' tokens as one step (decode tokens, then prompt chunks FIFO, up to n_batch tokens), so the
+/// weights and each chosen expert are read once per step for all of them; greedy output is what each gets alone.
+/// A new prompt may also copy the longest prefix another session of the model holds (models without recurrent or
+/// windowed layers); `cached_tokens` counts it.
 class session {
 public:
     /// `n_ctx` 0 takes the model's default context.

@@ -52,8 +52,8 @@ std::vector<step_share> plan_step(std::span<const step_candidate> queue, std::ui
 }
 
 batch_engine::batch_engine(const models::architecture& arch, const models::model_hparams& hp,
-                           const models::model_weights& w, runtime::compute_pool& pool,
-                           experts::expert_source& experts, std::uint32_t max_batch, experts::routing_log* routing)
+                           const models::model_weights& w, runtime::compute_pool& pool, experts::expert_source& experts,
+                           std::uint32_t max_batch, experts::routing_log* routing)
     : runner_(arch, hp, w, pool, experts, max_batch),
       // A step of many sequences prefetches at most eight tokens' worth of distinct experts for the next layer.
       prediction_limit_(8 * std::max<std::uint32_t>(hp.n_expert_used, 1)), one_sequence_per_step_(routing != nullptr) {
@@ -124,7 +124,8 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
         if (!running_) {
             running_ = true;
             executor_ = executor;
-            asio::co_spawn(executor, run_steps(shared_from_this()), asio::bind_cancellation_slot(step_cancel_.slot(), asio::detached));
+            asio::co_spawn(executor, run_steps(shared_from_this()),
+                           asio::bind_cancellation_slot(step_cancel_.slot(), asio::detached));
         }
     }
     auto [ec] = co_await req.done_event.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -170,7 +171,7 @@ void batch_engine::cancel_step_if_abandoned() {
 }
 
 asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self) {
-    (void)self;
+    (void)self; // held by the frame
     // A step cancelled because every sequence in it left ends with an error from its expert wait, not a throw.
     co_await asio::this_coro::throw_if_cancelled(false);
     const auto executor = co_await asio::this_coro::executor;

@@ -54,7 +54,8 @@ struct batch_engine_counters {
     std::uint32_t widest_step = 0;   ///< the most sequences one step held
 };
 
-/// One per model. Thread-safe submission; the steps run on the executor of the request that found the engine idle.
+/// One per model, held by shared_ptr (the step loop keeps it alive until it ends). Thread-safe submission; the steps
+/// run on the executor of the request that found the engine idle.
 class batch_engine : public std::enable_shared_from_this<batch_engine> {
 public:
     /// `max_batch`: the step token budget (and the runner's batch). With a routing log, each step holds one
@@ -83,7 +84,7 @@ public:
     /// The published sequence other than `self` sharing the longest prefix with `prompt`, and that length (0 and
     /// nullptr when none shares a token).
     [[nodiscard]] std::pair<const shared_sequence*, std::size_t> longest_prefix(std::span<const std::int32_t> prompt,
-                                                                              const shared_sequence* self) const;
+                                                                                const shared_sequence* self) const;
     [[nodiscard]] std::uint32_t max_batch() const noexcept { return runner_.max_batch(); }
 
 private:
@@ -93,16 +94,16 @@ private:
         std::span<const std::int32_t> tokens;
         models::logits_mode mode = models::logits_mode::last;
         std::vector<float>* logits = nullptr;
-        std::size_t done = 0;     ///< tokens run
-        bool in_step = false;     ///< the step in progress uses its cache and logits
-        bool cancelled = false;   ///< leave at the next step boundary
-        bool finished = false;    ///< out of the queue; `outcome` is final
+        std::size_t done = 0;   ///< tokens run
+        bool in_step = false;   ///< the step in progress uses its cache and logits
+        bool cancelled = false; ///< leave at the next step boundary
+        bool finished = false;  ///< out of the queue; `outcome` is final
         result<void> outcome;
         async_event done_event;
     };
 
-    /// The step loop; `self` keeps the engine alive until the loop has left (its last round may outlast the
-    /// model's own reference).
+    /// The step loop; `self` keeps the engine alive while the loop waits for sequences to come back, which may be
+    /// after the last session and the model went away.
     boost::asio::awaitable<void> run_steps(std::shared_ptr<batch_engine> self);
     /// Under the lock: takes `r` out of the queue with `outcome` and wakes its waiter.
     void finish(request& r, result<void> outcome);
@@ -117,9 +118,9 @@ private:
     std::deque<request*> queue_;
     std::vector<const shared_sequence*> published_;
     std::vector<request*> in_step_; ///< the requests of the step in progress
-    std::uint64_t step_id_ = 0;      ///< counts steps started
+    std::uint64_t step_id_ = 0;     ///< counts steps started
     bool running_ = false;
-    boost::asio::any_io_executor executor_;      ///< where the steps run (while running_)
+    boost::asio::any_io_executor executor_;        ///< where the steps run (while running_)
     boost::asio::cancellation_signal step_cancel_; ///< bound to the step loop; emitted on its executor only
     batch_engine_counters counters_;
 };

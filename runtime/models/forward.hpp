@@ -233,7 +233,8 @@ private:
     };
     boost::asio::awaitable<result<void>> run_batch(std::span<const std::int32_t> tokens,
                                                    std::span<const batch_segment> segments,
-                                                   std::span<const logits_request> logits, std::uint32_t prediction_limit);
+                                                   std::span<const logits_request> logits,
+                                                   std::uint32_t prediction_limit);
     void output_logits(std::span<const logits_request> reqs, std::size_t total, const team_member& m);
 
     const architecture* arch_;

@@ -4,6 +4,7 @@
 #include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/experts/expert_cache.hpp"
 #include "runtime/models/forward.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/engine/tiny_model.hpp"
@@ -103,7 +104,8 @@ TEST_P(batched_step, several_sequences_in_one_step_match_each_alone) {
         models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 64);
         models::kv_cache cache(layout, 128);
         std::vector<float> logits;
-        auto r = run_sync<result<void>>([&] { return runner.forward(cache, prompts[i], models::logits_mode::all, logits); });
+        auto r =
+            run_sync<result<void>>([&] { return runner.forward(cache, prompts[i], models::logits_mode::all, logits); });
         ASSERT_TRUE(r) << r.error().message;
         alone[i] = logits;
         for (const auto t : decodes[i]) {
@@ -129,7 +131,8 @@ TEST_P(batched_step, several_sequences_in_one_step_match_each_alone) {
     std::vector<step> first;
     for (std::size_t i = 0; i < n_seq; ++i) {
         const std::size_t n = i == 1 ? half : prompt_len[i];
-        first.push_back({&caches[i], std::span(prompts[i]).first(n), 0, static_cast<std::uint32_t>(n), batched[i].data()});
+        first.push_back(
+            {&caches[i], std::span(prompts[i]).first(n), 0, static_cast<std::uint32_t>(n), batched[i].data()});
     }
     run(first);
     std::vector<std::size_t> decoded(n_seq, 0);
@@ -137,9 +140,11 @@ TEST_P(batched_step, several_sequences_in_one_step_match_each_alone) {
     for (std::size_t i = 0; i < n_seq; ++i) {
         if (i == 1) {
             const auto rest = std::span(prompts[1]).subspan(half);
-            second.push_back({&caches[1], rest, 0, static_cast<std::uint32_t>(rest.size()), batched[1].data() + half * n_vocab});
+            second.push_back(
+                {&caches[1], rest, 0, static_cast<std::uint32_t>(rest.size()), batched[1].data() + half * n_vocab});
         } else {
-            second.push_back({&caches[i], std::span(decodes[i]).first(1), 0, 1, batched[i].data() + prompt_len[i] * n_vocab});
+            second.push_back(
+                {&caches[i], std::span(decodes[i]).first(1), 0, 1, batched[i].data() + prompt_len[i] * n_vocab});
             decoded[i] = 1;
         }
     }
@@ -180,7 +185,8 @@ TEST_P(batched_step, several_sequences_in_one_step_match_each_alone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(engine, batched_step,
-                         ::testing::Values(arch_case{"qwen3moe", quant_type::q8_0}, arch_case{"qwen3", quant_type::q4_k},
+                         ::testing::Values(arch_case{"qwen3moe", quant_type::q8_0},
+                                           arch_case{"qwen3", quant_type::q4_k},
                                            arch_case{"qwen35moe", quant_type::q8_0},
                                            arch_case{"deepseek2", quant_type::q8_0},
                                            arch_case{"gpt-oss", quant_type::q8_0}),
@@ -193,8 +199,7 @@ INSTANTIATE_TEST_SUITE_P(engine, batched_step,
 // Many sessions on one model ----------------------------------------------------------------------------
 
 std::shared_ptr<model> bundled() {
-    static const auto m =
-        load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
+    static const auto m = load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
     return m;
 }
 
@@ -297,6 +302,40 @@ TEST_P(concurrent_sessions, greedy_tokens_equal_each_request_alone) {
 
 INSTANTIATE_TEST_SUITE_P(engine, concurrent_sessions, ::testing::Values(1u, 4u, 8u));
 
+// The bundled model with its experts streamed through an expert cache of 12 slots (of 128 experts): concurrent
+// sessions fetch each step's distinct experts once, through the cache and io_uring, and still answer as alone.
+TEST(concurrent_sessions, streamed_experts_batched_answer_as_alone) {
+    const auto path = std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf";
+    const auto resident = load_model(path, 64, 256);
+    const auto& p = resident->plan();
+    model_options o;
+    o.n_batch = 64;
+    o.n_ctx = 256;
+    o.n_threads = 2;
+    o.memory_budget =
+        p.dense_bytes + p.kv_bytes + p.checkpoint_bytes + p.compute_bytes + 12 * p.slot_bytes + p.slot_bytes / 2;
+    o.disk_bandwidth = 1e9;
+    auto loaded = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(path, o); });
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    const auto m = *loaded;
+    ASSERT_TRUE(m->plan().streams());
+    const auto qs = questions(6);
+    std::vector<generate_request> reqs;
+    std::vector<outcome> alone;
+    for (const auto& q : qs) {
+        reqs.push_back(greedy(q));
+        alone.push_back(concurrently(resident, {reqs.back()}).front());
+    }
+    const auto reads_before = m->expert_counters();
+    const auto together = concurrently(m, reqs);
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+        EXPECT_EQ(together[i].error, "");
+        EXPECT_EQ(together[i].tokens, alone[i].tokens) << "question: " << qs[i];
+    }
+    EXPECT_GE(m->batch()->counters().widest_step, 2u);
+    EXPECT_GT(m->expert_counters().misses, reads_before.misses); // the experts did stream
+}
+
 // A request cancelled while others generate leaves at a step boundary as cancelled; the others are unchanged.
 TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
     const auto m = bundled();
@@ -316,7 +355,9 @@ TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
     for (std::size_t i = 0; i < reqs.size(); ++i) {
         sessions.push_back(std::make_unique<session>(m));
         if (i == 2) {
-            auto cancel = [&] { boost::asio::post(io, [&] { signal.emit(boost::asio::cancellation_type::terminal); }); };
+            auto cancel = [&] {
+                boost::asio::post(io, [&] { signal.emit(boost::asio::cancellation_type::terminal); });
+            };
             boost::asio::co_spawn(io, consume(*sessions[i], reqs[i], out[i], 5, cancel),
                                   boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::detached));
         } else {
@@ -328,7 +369,8 @@ TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
     EXPECT_EQ(out[2].error, "");
     EXPECT_GE(out[2].tokens.size(), 5u);
     EXPECT_LT(out[2].tokens.size(), alone[2].tokens.size());
-    EXPECT_EQ(std::vector(alone[2].tokens.begin(), alone[2].tokens.begin() + static_cast<std::ptrdiff_t>(out[2].tokens.size())),
+    EXPECT_EQ(std::vector(alone[2].tokens.begin(),
+                          alone[2].tokens.begin() + static_cast<std::ptrdiff_t>(out[2].tokens.size())),
               out[2].tokens);
     for (const std::size_t i : {0u, 1u, 3u}) {
         EXPECT_EQ(out[i].error, "");
@@ -350,8 +392,7 @@ TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
 // the whole prompt.
 TEST(concurrent_sessions, a_new_session_copies_the_longest_prefix_another_session_holds) {
     const auto m = load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
-    const auto separate =
-        load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
+    const auto separate = load_model(std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf", 64, 256);
     const auto qs = questions(3);
     // Two turns of one conversation: the second repeats the first and its answer.
     auto first = greedy(qs[0]);

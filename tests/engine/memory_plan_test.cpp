@@ -189,6 +189,21 @@ TEST(plan_memory, matches_what_a_loaded_model_allocates) {
     }
 }
 
+// Continuous batching: every slot's KV cache is counted, the step's forward buffers once (one batch engine per
+// model), and each slot adds only its logits and sampler rows; the plan with 8 slots holds them all full.
+TEST(plan_memory, counts_every_slots_cache_and_the_step_buffers_once) {
+    const auto m = open_model("qwen3moe");
+    const auto loaded = test::load_model(tiny_model("qwen3moe", quant_type::q8_0), 64, 256, 2);
+    auto one = plan_memory(m.files, m.hp, m.layout, inputs(64 * gi, 256, 1));
+    auto eight = plan_memory(m.files, m.hp, m.layout, inputs(64 * gi, 256, 8));
+    ASSERT_TRUE(one && eight);
+    EXPECT_EQ(eight->kv_bytes, 8 * one->kv_bytes);
+    const std::uint64_t per_slot = (eight->compute_bytes - one->compute_bytes) / 7;
+    EXPECT_EQ(eight->compute_bytes - one->compute_bytes, 7 * per_slot);
+    EXPECT_GE(per_slot, std::uint64_t{m.hp.n_vocab} * (24 + sizeof(float))); // logits, sampler, the step's row
+    EXPECT_LT(per_slot, scratch_bytes(loaded->hparams(), loaded->weights(), 64) / 4); // not another scratch
+}
+
 TEST(plan_memory, streams_experts_through_a_cache_of_the_bytes_left) {
     const auto m = open_model("qwen3moe");
     auto whole = plan_memory(m.files, m.hp, m.layout, inputs(64 * gi));

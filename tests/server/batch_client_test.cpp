@@ -13,10 +13,10 @@ namespace {
 TEST(batch_client, concurrent_greedy_requests_answer_as_alone_and_an_abort_leaves_the_others_exact) {
     server_process server({"--parallel", "8", "--ctx", "512"},
                           std::filesystem::path(SLUICE_SOURCE_DIR) / "models/sluice-tiny-moe.gguf");
-    const auto r = run_process(
-        "node " + shell_quote(std::string(SLUICE_SOURCE_DIR) + "/tests/server/batch_client.mjs") + " " +
-        shell_quote(std::string(SLUICE_NPM_CACHE) + "/openai-6.30.1") + " " + server.base_url() + " " +
-        shell_quote(std::string(SLUICE_SOURCE_DIR) + "/tests/fixtures/trained/heldout.jsonl"));
+    const auto r =
+        run_process("node " + shell_quote(std::string(SLUICE_SOURCE_DIR) + "/tests/server/batch_client.mjs") + " " +
+                    shell_quote(std::string(SLUICE_NPM_CACHE) + "/openai-6.30.1") + " " + server.base_url() + " " +
+                    shell_quote(std::string(SLUICE_SOURCE_DIR) + "/tests/fixtures/trained/heldout.jsonl"));
     EXPECT_EQ(r.status, 0) << r.out << r.err << "\nserver log:\n" << server.log();
     EXPECT_NE(r.out.find("batch client: ok"), std::string::npos) << r.out;
     EXPECT_EQ(send_request(server.port(), "GET", "/health").status, 200);
