@@ -178,8 +178,12 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
 }
 
 void draft_controller::record_plain(double ms) {
-    blend(plain_ms_, ms);
     since_plain_ = 0;
+    if (!warm_) {
+        warm_ = true; // a session's first step runs cold (first touch of buffers): an outlier that makes drafting
+        return;       // look free
+    }
+    blend(plain_ms_, ms);
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
@@ -191,9 +195,6 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
     if (plain_ms_ > 0.0) {
-        // A pass over more positions costs at least a one-token step: a larger plain_ms_ is an outlier (the first
-        // decode step runs cold) that would make drafting look free.
-        plain_ms_ = std::min(plain_ms_, verify_ms);
         const double extra = (verify_ms - plain_ms_) / drafted;
         if (!measured_verify_) {
             extra_ms_ = extra;
