@@ -2,6 +2,7 @@
 #include "runtime/engine/speculative.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace sluice {
@@ -73,6 +74,7 @@ draft_runner::draft_runner(std::shared_ptr<model> draft, std::uint32_t n_ctx)
 boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                            std::vector<std::int32_t>& out) {
     out.clear();
+    catch_up_ms_ = 0.0;
     if (context.empty() || k == 0) {
         co_return result<void>{};
     }
@@ -90,7 +92,9 @@ boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::
     if (context.size() + k > cache_.capacity()) {
         co_return result<void>{}; // no room to draft: the target decodes plainly
     }
+    const auto t0 = std::chrono::steady_clock::now();
     auto r = co_await runner_.forward(cache_, context.subspan(keep), models::logits_mode::last, logits_);
+    catch_up_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!r) {
         cache_.truncate(0);
         history_.clear();

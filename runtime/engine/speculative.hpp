@@ -48,8 +48,13 @@ public:
     boost::asio::awaitable<result<void>> propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                  std::vector<std::int32_t>& out);
 
+    /// Of the last propose(), the milliseconds spent catching up on the context (the tokens the draft had not
+    /// seen: a new prompt, or what was decoded while drafting was off), apart from drafting itself.
+    [[nodiscard]] double catch_up_ms() const noexcept { return catch_up_ms_; }
+
 private:
     std::shared_ptr<model> model_;
+    double catch_up_ms_ = 0.0;
     models::kv_cache cache_;
     models::forward_runner runner_;
     std::vector<std::int32_t> history_; ///< tokens in cache_
