@@ -86,7 +86,7 @@ private:
     double accepted_ = 1.0; ///< decayed counts behind acceptance(): a prior of 1 in 2
     double tried_ = 2.0;
     bool measured_verify_ = false;
-    bool warm_ = false; ///< the first plain step (cold) was seen and left out
+    bool warm_ = false;              ///< the first plain step (cold) was seen and left out
     bool off_ = false;               ///< drafting does not pay: plain steps, with a probe now and then
     std::uint32_t since_plain_ = 0;  ///< verification steps since the last plain one (keeps plain_ms_ fresh)
     std::uint32_t since_probe_ = 0;  ///< plain steps while off
