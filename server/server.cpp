@@ -76,6 +76,9 @@ void log_memory_plan(const memory_plan& p) {
                      mib(p.cache_bytes), static_cast<unsigned long long>(p.cache_slots),
                      static_cast<unsigned long long>(p.total_experts), mib(p.read_bytes_per_token));
     }
+    if (p.draft_bytes > 0) {
+        std::fprintf(stderr, ", draft model %.1f MiB", mib(p.draft_bytes));
+    }
     std::fputs("\n", stderr);
 }
 

@@ -439,7 +439,11 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const double verify_ms = ms_since(t1);
     const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
                           verified_.back().chosen.token != drafts_[*accepted];
-    controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms, draft_ms);
+    // The draft's catch-up on tokens it had not seen is paid once per prompt (or per stretch without drafting),
+    // whatever the length: the controller weighs the per-token cost alone.
+    const double catch_up_ms = spec_mode_ == speculative_mode::draft ? seq_->draft_->catch_up_ms() : 0.0;
+    controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
+                             std::max(0.0, draft_ms - catch_up_ms));
     auto& counters = owner().speculation();
     counters.verify_steps.fetch_add(1, std::memory_order_relaxed);
     counters.drafted.fetch_add(drafts_.size(), std::memory_order_relaxed);

@@ -2,6 +2,7 @@
 #include "runtime/engine/speculative.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace sluice {
@@ -73,6 +74,7 @@ draft_runner::draft_runner(std::shared_ptr<model> draft, std::uint32_t n_ctx)
 boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                            std::vector<std::int32_t>& out) {
     out.clear();
+    catch_up_ms_ = 0.0;
     if (context.empty() || k == 0) {
         co_return result<void>{};
     }
@@ -90,7 +92,9 @@ boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::
     if (context.size() + k > cache_.capacity()) {
         co_return result<void>{}; // no room to draft: the target decodes plainly
     }
+    const auto t0 = std::chrono::steady_clock::now();
     auto r = co_await runner_.forward(cache_, context.subspan(keep), models::logits_mode::last, logits_);
+    catch_up_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!r) {
         cache_.truncate(0);
         history_.clear();
@@ -178,8 +182,12 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
 }
 
 void draft_controller::record_plain(double ms) {
-    blend(plain_ms_, ms);
     since_plain_ = 0;
+    if (!warm_) {
+        warm_ = true; // a session's first step runs cold (first touch of buffers): an outlier that makes drafting
+        return;       // look free
+    }
+    blend(plain_ms_, ms);
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
@@ -191,9 +199,6 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
     if (plain_ms_ > 0.0) {
-        // A pass over more positions costs at least a one-token step: a larger plain_ms_ is an outlier (the first
-        // decode step runs cold) that would make drafting look free.
-        plain_ms_ = std::min(plain_ms_, verify_ms);
         const double extra = (verify_ms - plain_ms_) / drafted;
         if (!measured_verify_) {
             extra_ms_ = extra;

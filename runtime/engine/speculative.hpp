@@ -49,8 +49,13 @@ public:
     boost::asio::awaitable<result<void>> propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                  std::vector<std::int32_t>& out);
 
+    /// Of the last propose(), the milliseconds spent catching up on the context (the tokens the draft had not
+    /// seen: a new prompt, or what was decoded while drafting was off), apart from drafting itself.
+    [[nodiscard]] double catch_up_ms() const noexcept { return catch_up_ms_; }
+
 private:
     std::shared_ptr<model> model_;
+    double catch_up_ms_ = 0.0;
     models::kv_cache cache_;
     models::forward_runner runner_;
     std::vector<std::int32_t> history_; ///< tokens in cache_
@@ -82,6 +87,7 @@ private:
     double accepted_ = 1.0; ///< decayed counts behind acceptance(): a prior of 1 in 2
     double tried_ = 2.0;
     bool measured_verify_ = false;
+    bool warm_ = false;              ///< the first plain step (cold) was seen and left out
     bool off_ = false;               ///< drafting does not pay: plain steps, with a probe now and then
     std::uint32_t since_plain_ = 0;  ///< verification steps since the last plain one (keeps plain_ms_ fresh)
     std::uint32_t since_probe_ = 0;  ///< plain steps while off

@@ -254,6 +254,29 @@ TEST(speculative, a_grammar_request_decodes_without_drafting) {
     EXPECT_EQ(o.summary.verify_steps, 0u);
 }
 
+TEST(speculative, a_model_with_recurrent_layers_decodes_without_drafting_and_the_same_tokens) {
+    // A recurrent state cannot be cut back after a rejected draft: such models decode one token per step.
+    model_options o;
+    o.n_batch = 16;
+    o.n_ctx = 256;
+    o.n_threads = 2;
+    const auto path = test::tiny_model("qwen35moe", kernels::quant_type::q8_0);
+    auto m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(path, o); });
+    ASSERT_TRUE(m) << m.error().message;
+    session s(*m);
+    generate_request req;
+    req.prompt_tokens = {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6};
+    req.sampling.temperature = 0.0f;
+    req.max_tokens = 16;
+    req.ignore_eos = true;
+    const auto plain = generate(s, req);
+    req.speculative = spec(speculative_mode::lookup, 4);
+    const auto looked = generate(s, req);
+    ASSERT_TRUE(plain.error.empty() && looked.error.empty()) << plain.error << looked.error;
+    EXPECT_EQ(looked.summary.verify_steps, 0u);
+    EXPECT_EQ(plain.tokens, looked.tokens);
+}
+
 TEST(speculative, draft_mode_without_a_draft_model_fails_the_request) {
     session s(plain_model());
     auto req = chat("What is 1 + 1?");
