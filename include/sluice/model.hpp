@@ -58,7 +58,12 @@ public:
     /// coroutine's executor, reporting `progress`. Errors name the file and the tensor or key at fault
     /// ("tensor blk.3.ffn_up_exps.weight: missing").
     static boost::asio::awaitable<result<std::shared_ptr<model>>>
-    load(std::filesystem::path path, model_options options = {}, load_progress progress = {});
+    load(std::filesystem::path path, model_options options, load_progress progress = {});
+    /// load() with default options. An overload rather than a default argument: GCC 12 mis-copies an aggregate
+    /// prvalue (such as a defaulted `options = {}`) materialised in a calling coroutine's frame, so a model_options
+    /// holding a std::string arrived with a pointer into the caller's frame ("free(): invalid pointer" at the end).
+    /// Callers passing their own options pass a named object for the same reason.
+    static boost::asio::awaitable<result<std::shared_ptr<model>>> load(std::filesystem::path path);
     ~model();
     model(const model&) = delete;
     model& operator=(const model&) = delete;

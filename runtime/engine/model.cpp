@@ -178,6 +178,11 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load_draft(const m
     co_return std::move(*draft);
 }
 
+boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesystem::path path) {
+    model_options options;
+    return load(std::move(path), options);
+}
+
 boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesystem::path path, model_options options,
                                                                    load_progress progress) {
     std::shared_ptr<model> owner(new model());
