@@ -23,12 +23,23 @@ std::string quoted(std::string_view text) {
     std::string out = "\"";
     for (const char c : text) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: out += c;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            out += c;
         }
     }
     return out + "\"";
@@ -61,8 +72,8 @@ std::string prefixed_rules(std::string_view text, const std::string& prefix) {
             copy_until('\n');
         } else if (std::isalpha(static_cast<unsigned char>(c)) != 0) {
             std::size_t j = i;
-            while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) != 0 || text[j] == '-' ||
-                                       text[j] == '_')) {
+            while (j < text.size() &&
+                   (std::isalnum(static_cast<unsigned char>(text[j])) != 0 || text[j] == '-' || text[j] == '_')) {
                 ++j;
             }
             out += prefix;
@@ -98,7 +109,8 @@ std::vector<offered> offered_tools(const json::array& tools, const std::optional
             continue;
         }
         const auto* given = fn.if_contains("parameters");
-        out.push_back({i, name, given != nullptr && !given->is_null() ? *given : json::value(json::object{{"type", "object"}})});
+        out.push_back(
+            {i, name, given != nullptr && !given->is_null() ? *given : json::value(json::object{{"type", "object"}})});
     }
     return out;
 }
@@ -272,10 +284,10 @@ api_result<std::string> xml_args_rules(const offered& t, const std::string& pref
             }
             rules += *value;
             const std::string key(kv.key());
-            const std::string one = glm ? quoted("<arg_key>" + key + "</arg_key><arg_value>") + " " + value_rule + " " +
-                                              quoted("</arg_value>")
-                                        : quoted("<parameter=" + key + ">\n") + " " + value_rule + " " +
-                                              quoted("\n</parameter>\n");
+            const std::string one =
+                glm ? quoted("<arg_key>" + key + "</arg_key><arg_value>") + " " + value_rule + " " +
+                          quoted("</arg_value>")
+                    : quoted("<parameter=" + key + ">\n") + " " + value_rule + " " + quoted("\n</parameter>\n");
             const bool needed = std::find(required.begin(), required.end(), key) != required.end();
             seq += needed ? " " + one : " ( " + one + " )?";
         }
@@ -333,7 +345,7 @@ api_result<std::string> forced_call_grammar(const json::array& tools, const std:
         return bad_request("tool_choice: no tool to call", "tool_choice", "invalid_value");
     }
     std::string g;
-    std::string one; // one call
+    std::string one;  // one call
     std::string many; // one or more, as the format joins them
     switch (s.format) {
     case tool_format::hermes:

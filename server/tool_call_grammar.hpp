@@ -27,8 +27,10 @@ struct marker_token {
 struct forced_call_syntax {
     chat::tool_format format = chat::tool_format::none;
     bool starts_in_reasoning = false; ///< the prompt left the model inside <think>: it closes it first
-    bool fenced_json = true;  ///< DeepSeek: function<｜tool▁sep｜>name\n```json\n{..}\n``` (false: V3.1's name<｜tool▁sep｜>{..})
-    bool args_marker = false; ///< Mistral: [TOOL_CALLS]name[ARGS]{..} (false: [TOOL_CALLS][{"name": .., "arguments": ..}])
+    /// DeepSeek: function<｜tool▁sep｜>name\n```json\n{..}\n``` (false: V3.1's name<｜tool▁sep｜>{..}).
+    bool fenced_json = true;
+    /// Mistral: [TOOL_CALLS]name[ARGS]{..} (false: [TOOL_CALLS][{"name": .., "arguments": ..}]).
+    bool args_marker = false;
     std::vector<marker_token> tokens; ///< the format's markers that are control tokens
 };
 

@@ -30,7 +30,7 @@ const std::string tools = R"("tools":[
 struct family {
     const char* template_file;
     std::vector<std::string> control_tokens;
-    const char* extra = "";            ///< more request fields (a template switch)
+    const char* extra = "";           ///< more request fields (a template switch)
     std::vector<std::string> serve{}; ///< more `sluice serve` flags
 };
 
@@ -92,8 +92,8 @@ void expect_forced_calls(const family& f) {
         expect_valid_call(calls[0], "");
     }
     const std::string named = ask + R"("tool_choice":{"type":"function","function":{"name":"get_time"}},)";
-    const auto one = calls_of(post_json(server.port(), "/v1/chat/completions",
-                                        named + R"("parallel_tool_calls":false,"seed":3})"));
+    const auto one =
+        calls_of(post_json(server.port(), "/v1/chat/completions", named + R"("parallel_tool_calls":false,"seed":3})"));
     ASSERT_EQ(one.size(), 1U);
     expect_valid_call(one[0], "get_time");
     // parallel_tool_calls true (the default): one or more calls, every one to the named function.
@@ -142,15 +142,16 @@ TEST(forced_tool_calls, kimi_k2_calls) {
 }
 
 TEST(forced_tool_calls, harmony_commentary_calls) {
-    expect_forced_calls({"openai-gpt-oss-120b.jinja",
-                         {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>",
-                          "<|constrain|>"}});
+    expect_forced_calls(
+        {"openai-gpt-oss-120b.jinja",
+         {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"}});
 }
 
 TEST(forced_tool_calls, messages_api_tool_choice_tool_in_the_kimi_format) {
-    server_process server({}, model_for({"Kimi-K2-Instruct.jinja",
-                                         {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
-                                          "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"}}));
+    server_process server({},
+                          model_for({"Kimi-K2-Instruct.jinja",
+                                     {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
+                                      "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"}}));
     const std::string body = R"({"model":"m","max_tokens":400,"temperature":1,
         "messages":[{"role":"user","content":"Time?"}],
         "tools":[{"name":"get_time","input_schema":{"type":"object","properties":{

@@ -71,36 +71,63 @@ std::vector<format_case> cases() {
     forced_call_syntax devstral{tool_format::mistral};
     devstral.args_marker = true;
     return {
-        {"hermes", {tool_format::hermes},
-         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + json_args + "}\n</tool_call>", "3", "\"3\"", true},
-        {"llama3", {tool_format::llama3}, "{\"name\": \"get_weather\", \"parameters\": " + json_args + "}", "3",
-         "\"3\"", false},
-        {"mistral", {tool_format::mistral},
-         "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " + json_args + "}]", "3", "\"3\"", false},
+        {"hermes",
+         {tool_format::hermes},
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + json_args + "}\n</tool_call>",
+         "3",
+         "\"3\"",
+         true},
+        {"llama3",
+         {tool_format::llama3},
+         "{\"name\": \"get_weather\", \"parameters\": " + json_args + "}",
+         "3",
+         "\"3\"",
+         false},
+        {"mistral",
+         {tool_format::mistral},
+         "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " + json_args + "}]",
+         "3",
+         "\"3\"",
+         false},
         {"mistral [ARGS]", devstral, "[TOOL_CALLS]get_weather[ARGS]" + json_args, "3", "\"3\"", true},
-        {"deepseek_v3", {tool_format::deepseek_v3},
+        {"deepseek_v3",
+         {tool_format::deepseek_v3},
          "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n" + json_args +
              "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
-         "3", "\"3\"", false},
+         "3",
+         "\"3\"",
+         false},
         {"deepseek_v3.1", deepseek31,
          "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>" + json_args +
              "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
          "3", "\"3\"", false},
-        {"kimi_k2", {tool_format::kimi_k2},
+        {"kimi_k2",
+         {tool_format::kimi_k2},
          "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>" +
              json_args + "<|tool_call_end|><|tool_calls_section_end|>",
-         "3", "\"3\"", false},
-        {"harmony", {tool_format::harmony},
-         " to=functions.get_weather<|channel|>commentary json<|message|>" + json_args + "<|call|>", "3", "\"3\"",
+         "3",
+         "\"3\"",
          false},
-        {"qwen3_coder", {tool_format::qwen3_coder},
+        {"harmony",
+         {tool_format::harmony},
+         " to=functions.get_weather<|channel|>commentary json<|message|>" + json_args + "<|call|>",
+         "3",
+         "\"3\"",
+         false},
+        {"qwen3_coder",
+         {tool_format::qwen3_coder},
          "<tool_call>\n<function=get_weather>\n<parameter=city>\nLima\n</parameter>\n<parameter=days>\n3\n"
          "</parameter>\n</function>\n</tool_call>",
-         "\n3\n", "\nthree\n", true},
-        {"glm45", {tool_format::glm45},
+         "\n3\n",
+         "\nthree\n",
+         true},
+        {"glm45",
+         {tool_format::glm45},
          "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Lima</arg_value><arg_key>days</arg_key>"
          "<arg_value>3</arg_value></tool_call>",
-         ">3<", ">three<", true},
+         ">3<",
+         ">three<",
+         true},
     };
 }
 
@@ -153,13 +180,13 @@ TEST(tool_call_grammar, several_calls_only_with_parallel_tool_calls) {
     }
     // Formats with one section of calls: two inside it.
     const std::string args = R"({"zone": "UTC"})";
-    const std::string kimi_call = "<|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>" + args +
-                                  "<|tool_call_end|>";
+    const std::string kimi_call =
+        "<|tool_call_begin|>functions.get_time:0<|tool_call_argument_begin|>" + args + "<|tool_call_end|>";
     const std::string kimi = "<|tool_calls_section_begin|>" + kimi_call + kimi_call + "<|tool_calls_section_end|>";
     EXPECT_TRUE(matches(compile({tool_format::kimi_k2}, true), kimi));
     EXPECT_FALSE(matches(compile({tool_format::kimi_k2}, false), kimi));
-    const std::string ds_call = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n" + args +
-                                "\n```<｜tool▁call▁end｜>";
+    const std::string ds_call =
+        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n" + args + "\n```<｜tool▁call▁end｜>";
     const std::string ds = "<｜tool▁calls▁begin｜>" + ds_call + "\n" + ds_call + "<｜tool▁calls▁end｜>";
     EXPECT_TRUE(matches(compile({tool_format::deepseek_v3}, true), ds));
     EXPECT_FALSE(matches(compile({tool_format::deepseek_v3}, false), ds));
@@ -190,8 +217,10 @@ TEST(tool_call_grammar, xml_values_follow_the_property_schema) {
 
 TEST(tool_call_grammar, markers_that_are_control_tokens_are_asked_for_as_the_token) {
     forced_call_syntax s{tool_format::kimi_k2};
-    s.tokens = {{"<|tool_calls_section_begin|>", 7, false}, {"<|tool_call_begin|>", 8, false},
-                {"<|tool_call_argument_begin|>", 9, false}, {"<|tool_call_end|>", 10, false},
+    s.tokens = {{"<|tool_calls_section_begin|>", 7, false},
+                {"<|tool_call_begin|>", 8, false},
+                {"<|tool_call_argument_begin|>", 9, false},
+                {"<|tool_call_end|>", 10, false},
                 {"<|tool_calls_section_end|>", 11, false}};
     const auto g = compile(s, false);
     const auto token = [](int id) { return std::string{'\xFF', '\0', '\0', static_cast<char>(id)}; };
