@@ -96,6 +96,12 @@ void expect_forced_calls(const family& f) {
         calls_of(post_json(server.port(), "/v1/chat/completions", named + R"("parallel_tool_calls":false,"seed":3})"));
     ASSERT_EQ(one.size(), 1U);
     expect_valid_call(one[0], "get_time");
+    // Streamed: the markers (control tokens among them) reach the parser, and the call comes as deltas.
+    const auto streamed = post_json(server.port(), "/v1/chat/completions",
+                                    named + R"("parallel_tool_calls":false,"seed":3,"stream":true})");
+    ASSERT_EQ(streamed.status, 200) << streamed.body;
+    EXPECT_NE(streamed.body.find(R"("name":"get_time")"), std::string::npos) << streamed.body;
+    EXPECT_NE(streamed.body.find(R"("finish_reason":"tool_calls")"), std::string::npos) << streamed.body;
     // parallel_tool_calls true (the default): one or more calls, every one to the named function.
     const auto r = post_json(server.port(), "/v1/chat/completions", named + R"("seed":4})");
     ASSERT_EQ(r.status, 200) << r.body;
