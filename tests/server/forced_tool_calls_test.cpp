@@ -2,13 +2,15 @@
 // format: the tiny model (random weights) with a real chat template of that family and the family's markers as
 // control tokens answers with finish_reason "tool_calls" and calls whose name is allowed and whose arguments
 // satisfy the tool's schema (a required integer, a string enum), because the grammar leaves it no other text;
-// parallel_tool_calls false gives exactly one call. The Messages API's tool_choice "tool" too.
+// parallel_tool_calls false gives exactly one call; the logprobs show the control-token markers sampled as those
+// tokens. The Messages API's tool_choice "tool" too.
 #include "http_client.hpp"
 #include "server_process.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,8 +32,9 @@ const std::string tools = R"("tools":[
 struct family {
     const char* template_file;
     std::vector<std::string> control_tokens;
-    const char* extra = "";           ///< more request fields (a template switch)
-    std::vector<std::string> serve{}; ///< more `sluice serve` flags
+    const char* extra = "";             ///< more request fields (a template switch)
+    std::vector<std::string> serve{};   ///< more `sluice serve` flags
+    std::vector<std::string> sampled{}; ///< control tokens every call is written with (seen in the logprobs)
 };
 
 std::filesystem::path model_for(const family& f) {
@@ -91,6 +94,18 @@ void expect_forced_calls(const family& f) {
         ASSERT_EQ(calls.size(), 1U);
         expect_valid_call(calls[0], "");
     }
+    // The markers that are control tokens were sampled as those tokens, not spelled in text.
+    const auto logged = post_json(server.port(), "/v1/chat/completions",
+                                  ask + R"("tool_choice":"required","parallel_tool_calls":false,"logprobs":true})");
+    ASSERT_EQ(logged.status, 200) << logged.body;
+    std::vector<std::string> tokens;
+    const auto logged_doc = body_json(logged);
+    for (const auto& e : logged_doc.at("choices").at(0).at("logprobs").at("content").as_array()) {
+        tokens.emplace_back(e.at("token").as_string());
+    }
+    for (const auto& m : f.sampled) {
+        EXPECT_NE(std::find(tokens.begin(), tokens.end(), m), tokens.end()) << m << "\n" << logged.body;
+    }
     const std::string named = ask + R"("tool_choice":{"type":"function","function":{"name":"get_time"}},)";
     const auto one =
         calls_of(post_json(server.port(), "/v1/chat/completions", named + R"("parallel_tool_calls":false,"seed":3})"));
@@ -126,31 +141,37 @@ TEST(forced_tool_calls, llama3_json_calls) {
 }
 
 TEST(forced_tool_calls, mistral_array_calls) {
-    expect_forced_calls({"mistralai-Mistral-Nemo-Instruct-2407.jinja", {"[TOOL_CALLS]"}});
+    expect_forced_calls({"mistralai-Mistral-Nemo-Instruct-2407.jinja", {"[TOOL_CALLS]"}, "", {}, {"[TOOL_CALLS]"}});
 }
 
 TEST(forced_tool_calls, mistral_args_calls) {
     // Devstral's system prompt alone is about 4000 tokens.
-    expect_forced_calls(
-        {"unsloth-mistral-Devstral-Small-2507.jinja", {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"}, "", {"--ctx", "8192"}});
+    expect_forced_calls({"unsloth-mistral-Devstral-Small-2507.jinja",
+                         {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"},
+                         "",
+                         {"--ctx", "8192"},
+                         {"[TOOL_CALLS]", "[ARGS]"}});
 }
 
 TEST(forced_tool_calls, deepseek_v3_calls) {
-    expect_forced_calls({"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
-                         {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
-                          "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"}});
+    const std::vector<std::string> markers{"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+                                           "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"};
+    expect_forced_calls({"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", markers, "", {}, markers});
 }
 
 TEST(forced_tool_calls, kimi_k2_calls) {
-    expect_forced_calls({"Kimi-K2-Instruct.jinja",
-                         {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-                          "<|tool_call_argument_begin|>", "<|tool_call_end|>"}});
+    const std::vector<std::string> markers{"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
+                                           "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"};
+    expect_forced_calls({"Kimi-K2-Instruct.jinja", markers, "", {}, markers});
 }
 
 TEST(forced_tool_calls, harmony_commentary_calls) {
     expect_forced_calls(
         {"openai-gpt-oss-120b.jinja",
-         {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"}});
+         {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"},
+         "",
+         {},
+         {"<|channel|>", "<|message|>"}}); // <|call|> ends generation (the tokenizer knows it so): not sampled
 }
 
 TEST(forced_tool_calls, messages_api_tool_choice_tool_in_the_kimi_format) {
