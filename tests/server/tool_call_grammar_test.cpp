@@ -244,6 +244,40 @@ TEST(tool_call_grammar, a_prompt_inside_reasoning_closes_it_first) {
     EXPECT_FALSE(matches(compile(s, false), call));
 }
 
+TEST(tool_call_grammar, each_tool_keeps_its_own_definitions_where_the_name_is_outside_the_json) {
+    // Two tools define $defs/unit differently: each alternative has its own rules, so each takes only its own.
+    const auto two = json::parse(R"([
+        {"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{
+            "u":{"$ref":"#/$defs/unit"}},"required":["u"],"$defs":{"unit":{"enum":["m","s"]}}}}},
+        {"type":"function","function":{"name":"b","parameters":{"type":"object","properties":{
+            "u":{"$ref":"#/$defs/unit"}},"required":["u"],"$defs":{"unit":{"type":"integer"}}}}}])")
+                         .as_array();
+    for (const auto format : {tool_format::kimi_k2, tool_format::qwen3_coder}) {
+        auto text = forced_call_grammar(two, std::string(), false, {format});
+        ASSERT_TRUE(text) << text.error().message;
+        auto g = grammar::parse_gbnf(*text);
+        ASSERT_TRUE(g) << g.error().message << "\n" << *text;
+        const auto call = [&](const char* name, const char* value) {
+            if (format == tool_format::kimi_k2) {
+                return "<|tool_calls_section_begin|><|tool_call_begin|>functions." + std::string(name) +
+                       ":0<|tool_call_argument_begin|>{\"u\": " + value +
+                       "}<|tool_call_end|><|tool_calls_section_end|>";
+            }
+            return "<tool_call>\n<function=" + std::string(name) + ">\n<parameter=u>\n" + value +
+                   "\n</parameter>\n</function>\n</tool_call>";
+        };
+        // A $ref'd value is JSON in both (the XML parsers read a value of no declared type as JSON).
+        EXPECT_TRUE(matches(*g, call("a", "\"m\""))) << *text;
+        EXPECT_TRUE(matches(*g, call("b", "7")));
+        EXPECT_FALSE(matches(*g, call("a", "7")));
+        EXPECT_FALSE(matches(*g, call("b", "\"m\"")));
+    }
+    // Where the name is inside the JSON the definitions share one namespace: a conflict is a 400 naming it.
+    auto hermes = forced_call_grammar(two, std::string(), false, {tool_format::hermes});
+    ASSERT_FALSE(hermes);
+    EXPECT_EQ(hermes.error().param, "tools[1].function.parameters");
+}
+
 TEST(tool_call_grammar, an_xml_format_tool_without_an_object_schema_is_a_400_naming_it) {
     const auto bad = json::parse(R"([{"type":"function","function":{"name":"f","parameters":true}}])").as_array();
     auto r = forced_call_grammar(bad, std::string(), true, {tool_format::glm45});
