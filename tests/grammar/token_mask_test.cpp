@@ -1,6 +1,7 @@
 // token_filter over the real Qwen3 vocabulary (151k byte-level BPE tokens) and Llama 2's SentencePiece one: the
-// mask equals checking every token's bytes one by one, control tokens stay out, end-of-generation comes in only
-// with a complete document, and a random walk through the masks always produces a document the schema allows.
+// mask equals checking every token's bytes one by one, control tokens stay out except where a grammar names one
+// (<[id]>), end-of-generation comes in only with a complete document, and a random walk through the masks always
+// produces a document the schema allows.
 #include "grammar_test_util.hpp"
 
 #include "runtime/grammar/json_schema.hpp"
