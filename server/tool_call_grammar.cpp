@@ -336,96 +336,104 @@ std::string per_tool_call(const forced_call_syntax& s, const offered& t, const s
     }
 }
 
+/// A format's rules and the rule text of one call and of one or more calls.
+struct call_rules {
+    std::string rules;
+    std::string one;
+    std::string many;
+};
+
+/// Hermes, Llama 3.x and Mistral Nemo: {"name": .., "arguments" | "parameters": {..}} objects.
+api_result<call_rules> name_inside_json(const std::vector<offered>& tools, const forced_call_syntax& s) {
+    auto rules = json_call_rules(tools, s.format == tool_format::llama3 ? "parameters" : "arguments");
+    if (!rules) {
+        return rules.error();
+    }
+    call_rules out{std::move(*rules), {}, {}};
+    if (s.format == tool_format::hermes) {
+        out.one = marker(s, "<tool_call>") + " \"\\n\" j-call \"\\n\" " + marker(s, "</tool_call>");
+        out.many = out.one + " ( \"\\n\" " + out.one + " )*";
+    } else if (s.format == tool_format::llama3) {
+        out.one = "j-call";
+        out.many = out.one;
+    } else {
+        out.one = marker(s, "[TOOL_CALLS]") + " \"[\" j-call \"]\"";
+        out.many = marker(s, "[TOOL_CALLS]") + " \"[\" j-call ( \", \" j-call )* \"]\"";
+    }
+    return out;
+}
+
+/// The other formats: one alternative per tool, its name and then its arguments (JSON or XML-style parameters).
+api_result<call_rules> name_outside(const std::vector<offered>& tools, const forced_call_syntax& s) {
+    call_rules out;
+    std::string alts;
+    const bool xml = s.format == tool_format::qwen3_coder || s.format == tool_format::glm45;
+    for (std::size_t k = 0; k < tools.size(); ++k) {
+        std::string prefix = "t";
+        prefix += std::to_string(k);
+        prefix += '-';
+        auto rules =
+            xml ? xml_args_rules(tools[k], prefix, s.format == tool_format::glm45) : json_args_rules(tools[k], prefix);
+        if (!rules) {
+            return rules.error();
+        }
+        out.rules += *rules;
+        alts += alts.empty() ? "" : " | ";
+        alts += per_tool_call(s, tools[k], prefix + "args");
+    }
+    if (xml) {
+        out.rules += "xml-char ::= [^<] | \"<\" [^/]\n";
+    }
+    out.rules += "one-call ::= " + alts + "\n";
+    out.one = "one-call";
+    switch (s.format) {
+    case tool_format::deepseek_v3:
+        out.one = marker(s, "<｜tool▁calls▁begin｜>") + " one-call " + marker(s, "<｜tool▁calls▁end｜>");
+        out.many = marker(s, "<｜tool▁calls▁begin｜>") + " one-call ( \"\\n\" one-call )* " +
+                   marker(s, "<｜tool▁calls▁end｜>");
+        break;
+    case tool_format::kimi_k2:
+        out.one = marker(s, "<|tool_calls_section_begin|>") + " one-call " + marker(s, "<|tool_calls_section_end|>");
+        out.many = marker(s, "<|tool_calls_section_begin|>") + " one-call+ " + marker(s, "<|tool_calls_section_end|>");
+        break;
+    case tool_format::harmony:
+        out.many = out.one; // <|call|> ends the turn
+        break;
+    case tool_format::mistral:
+        out.many = "one-call+"; // [TOOL_CALLS]name[ARGS]{..} back to back, as the template writes them
+        break;
+    default:
+        out.many = "one-call ( \"\\n\" one-call )*";
+        break;
+    }
+    return out;
+}
+
 } // namespace
 
 api_result<std::string> forced_call_grammar(const json::array& tools, const std::optional<std::string>& only,
                                             bool parallel, const forced_call_syntax& s) {
+    if (s.format == tool_format::none) {
+        return bad_request("tool_choice forcing a call needs a chat template that writes tool calls", "tool_choice",
+                           "unsupported_value");
+    }
     const auto offered = offered_tools(tools, only);
     if (offered.empty()) {
         return bad_request("tool_choice: no tool to call", "tool_choice", "invalid_value");
     }
-    std::string g;
-    std::string one;  // one call
-    std::string many; // one or more, as the format joins them
-    switch (s.format) {
-    case tool_format::hermes:
-    case tool_format::llama3:
-    case tool_format::mistral: {
-        if (s.format == tool_format::mistral && s.args_marker) {
-            break; // a name outside the arguments: below
-        }
-        auto rules = json_call_rules(offered, s.format == tool_format::llama3 ? "parameters" : "arguments");
-        if (!rules) {
-            return rules.error();
-        }
-        g += *rules;
-        if (s.format == tool_format::hermes) {
-            one = marker(s, "<tool_call>") + " \"\\n\" j-call \"\\n\" " + marker(s, "</tool_call>");
-            many = one + " ( \"\\n\" " + one + " )*";
-        } else if (s.format == tool_format::llama3) {
-            one = "j-call";
-            many = one;
-        } else {
-            one = marker(s, "[TOOL_CALLS]") + " \"[\" j-call \"]\"";
-            many = marker(s, "[TOOL_CALLS]") + " \"[\" j-call ( \", \" j-call )* \"]\"";
-        }
-        break;
+    const bool inside = s.format == tool_format::hermes || s.format == tool_format::llama3 ||
+                        (s.format == tool_format::mistral && !s.args_marker);
+    auto calls = inside ? name_inside_json(offered, s) : name_outside(offered, s);
+    if (!calls) {
+        return calls.error();
     }
-    case tool_format::none:
-        return bad_request("tool_choice forcing a call needs a chat template that writes tool calls", "tool_choice",
-                           "unsupported_value");
-    default:
-        break;
-    }
-    if (one.empty()) {
-        // One alternative per tool: its name, then its arguments.
-        std::string alts;
-        const bool xml = s.format == tool_format::qwen3_coder || s.format == tool_format::glm45;
-        for (std::size_t k = 0; k < offered.size(); ++k) {
-            std::string prefix = "t";
-            prefix += std::to_string(k);
-            prefix += '-';
-            auto rules = xml ? xml_args_rules(offered[k], prefix, s.format == tool_format::glm45)
-                             : json_args_rules(offered[k], prefix);
-            if (!rules) {
-                return rules.error();
-            }
-            g += *rules;
-            alts += alts.empty() ? "" : " | ";
-            alts += per_tool_call(s, offered[k], prefix + "args");
-        }
-        if (xml) {
-            g += "xml-char ::= [^<] | \"<\" [^/]\n";
-        }
-        g += "one-call ::= " + alts + "\n";
-        one = "one-call";
-        switch (s.format) {
-        case tool_format::deepseek_v3:
-            one = marker(s, "<｜tool▁calls▁begin｜>") + " one-call " + marker(s, "<｜tool▁calls▁end｜>");
-            many = marker(s, "<｜tool▁calls▁begin｜>") + " one-call ( \"\\n\" one-call )* " +
-                   marker(s, "<｜tool▁calls▁end｜>");
-            break;
-        case tool_format::kimi_k2:
-            one = marker(s, "<|tool_calls_section_begin|>") + " one-call " + marker(s, "<|tool_calls_section_end|>");
-            many = marker(s, "<|tool_calls_section_begin|>") + " one-call+ " + marker(s, "<|tool_calls_section_end|>");
-            break;
-        case tool_format::harmony:
-            many = one;
-            break;
-        case tool_format::mistral:
-            many = "one-call+"; // [TOOL_CALLS]name[ARGS]{..} back to back, as the template writes them
-            break;
-        default:
-            many = "one-call ( \"\\n\" one-call )*";
-            break;
-        }
-    }
+    std::string g = std::move(calls->rules);
     g += "root ::= ";
     if (s.starts_in_reasoning && s.format != tool_format::harmony) {
         // A prompt that opened <think> leaves the model inside its reasoning: it closes it before the call.
         g += "( [^<] | \"<\" [^/] )* " + marker(s, "</think>") + " [ \\n]{0,4} ";
     }
-    g += (parallel ? many : one) + "\n";
+    g += (parallel ? calls->many : calls->one) + "\n";
     return g;
 }
 
