@@ -323,7 +323,8 @@ std::string per_tool_call(const forced_call_syntax& s, const offered& t, const s
                marker(s, "<|tool_call_argument_begin|>") + " " + args + " " + marker(s, "<|tool_call_end|>");
     case tool_format::harmony:
         // As the template writes a call: after "<|start|>assistant" (the prompt's end) the recipient, then the
-        // commentary channel with the json content type.
+        // commentary channel with the json content type. No analysis message first: its <|end|> is an
+        // end-of-generation token, so the call could never follow it in the same generation.
         return "\" to=functions.\" " + name + " " + marker(s, "<|channel|>") + " \"commentary json\" " +
                marker(s, "<|message|>") + " " + args + " " + marker(s, "<|call|>");
     case tool_format::qwen3_coder:
