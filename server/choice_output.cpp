@@ -66,6 +66,20 @@ output_reading output_reading_for(const model& m, const completion_request& requ
         r.markers.emplace_back("<think>");
         r.markers.emplace_back("</think>");
     }
+    r.forced.format = format;
+    r.forced.starts_in_reasoning = r.syntax.starts_in_reasoning;
+    r.forced.fenced_json = tmpl->text.find("```json") != std::string::npos;
+    r.forced.args_marker = tmpl->text.find("[ARGS]") != std::string::npos;
+    // The markers the output puts back (above) are the ones a grammar may ask for as control tokens.
+    std::vector<std::string_view> markers(chat::control_markers(format).begin(), chat::control_markers(format).end());
+    if (r.syntax.think_tags) {
+        markers.insert(markers.end(), {"<think>", "</think>"});
+    }
+    for (const auto text : markers) {
+        if (const auto id = m.vocab().find(text); id && m.vocab().is_control(*id)) {
+            r.forced.tokens.push_back({std::string(text), *id, m.vocab().is_end_of_generation(*id)});
+        }
+    }
     return r;
 }
 

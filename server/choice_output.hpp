@@ -7,6 +7,7 @@
 #include "runtime/engine/session.hpp"
 #include "server/logprobs.hpp"
 #include "server/openai_request.hpp"
+#include "server/tool_call_grammar.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -24,6 +25,9 @@ namespace sluice::server {
 struct output_reading {
     chat::output_syntax syntax;
     std::vector<std::string> markers;
+    /// What a forced call's grammar needs (apply_tool_choice): the markers that are control tokens, and which of
+    /// its format's variants the template writes.
+    forced_call_syntax forced;
 };
 
 /// The reading of `request`'s output under `m`'s chat template, `prompt` being its rendered tokens (a prompt

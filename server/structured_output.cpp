@@ -106,78 +106,6 @@ std::optional<api_error> read_structured_output(const json::object& o, completio
     return std::nullopt;
 }
 
-namespace {
-
-/// Moves `params`' $defs / definitions into `into` (one namespace for every tool); a name two tools define
-/// differently is an error naming the field.
-std::optional<api_error> lift_definitions(json::object& params, json::object& into, const std::string& field) {
-    for (const char* key : {"$defs", "definitions"}) {
-        auto* defs = params.if_contains(key);
-        if (defs == nullptr) {
-            continue;
-        }
-        if (!defs->is_object()) {
-            return bad_request(field + "." + key + " must be an object", field + "." + key, "invalid_value");
-        }
-        auto& target = into[key];
-        if (!target.is_object()) {
-            target = json::object{};
-        }
-        for (const auto& kv : defs->get_object()) {
-            auto* existing = target.get_object().if_contains(kv.key());
-            if (existing != nullptr && *existing != kv.value()) {
-                return bad_request(field + "." + key + "." + std::string(kv.key()) +
-                                       " differs from another tool's definition of that name",
-                                   field, "invalid_value");
-            }
-            target.get_object()[kv.key()] = kv.value();
-        }
-        params.erase(key);
-    }
-    return std::nullopt;
-}
-
-/// One JSON schema for a call of any allowed tool: {"name": const, "arguments": parameters}, the tools'
-/// definitions lifted to the top so their $refs resolve.
-api_result<json::value> call_schema(const completion_request& request) {
-    json::array alternatives;
-    json::object top;
-    for (std::size_t i = 0; i < request.tools.size(); ++i) {
-        const auto& fn = request.tools[i].at("function").get_object();
-        const auto& name = fn.at("name").get_string();
-        if (!request.forced_tool->empty() && name != *request.forced_tool) {
-            continue;
-        }
-        const std::string field = "tools[" + std::to_string(i) + "].function.parameters";
-        const auto* given = fn.if_contains("parameters");
-        json::value params = given != nullptr && !given->is_null() ? *given : json::value(json::object{{"type", "object"}});
-        if (auto checked = grammar::json_schema_to_gbnf(params); !checked) {
-            return schema_error(checked.error(), field);
-        }
-        if (params.is_object()) {
-            if (auto e = lift_definitions(params.get_object(), top, field)) {
-                return *e;
-            }
-        }
-        alternatives.push_back(json::object{
-            {"type", "object"},
-            {"properties", json::object{{"name", json::object{{"const", name}}}, {"arguments", std::move(params)}}},
-            {"required", json::array{"name", "arguments"}},
-            {"additionalProperties", false}});
-    }
-    if (alternatives.size() == 1) {
-        auto only = std::move(alternatives.front().get_object());
-        for (auto& kv : top) {
-            only[kv.key()] = std::move(kv.value());
-        }
-        return json::value(std::move(only));
-    }
-    top["anyOf"] = std::move(alternatives);
-    return json::value(std::move(top));
-}
-
-} // namespace
-
 std::optional<api_error> apply_tool_choice(completion_request& request, const output_reading& reading) {
     if (!request.forced_tool) {
         return std::nullopt;
@@ -187,34 +115,16 @@ std::optional<api_error> apply_tool_choice(completion_request& request, const ou
                            "(grammar, response_format, output_config.format)",
                            "tool_choice", "invalid_value");
     }
-    if (reading.syntax.tools != chat::tool_format::hermes) {
-        return bad_request("tool_choice forcing a call is supported for chat templates that write Hermes / Qwen3 "
-                           "<tool_call> JSON; this model's template writes " +
-                               std::string(chat::to_string(reading.syntax.tools)) + " calls; use \"auto\"",
-                           "tool_choice", "unsupported_value");
+    auto g = forced_call_grammar(request.tools, request.forced_tool, request.parallel_tool_calls, reading.forced);
+    if (!g) {
+        return g.error();
     }
-    auto schema = call_schema(request);
-    if (!schema) {
-        return schema.error();
-    }
-    auto text = grammar::json_schema_to_gbnf(*schema, "call");
-    if (!text) {
-        return schema_error(text.error(), "tools");
-    }
-    std::string g = std::move(*text);
-    const std::string one = "\"<tool_call>\\n\" call \"\\n</tool_call>\"";
-    // A prompt that opened <think> leaves the model inside its reasoning: it closes it before the call.
-    g += "root ::= ";
-    if (reading.syntax.starts_in_reasoning) {
-        g += "( [^<] | \"<\" [^/] )* \"</think>\" [ \\n]{0,4} ";
-    }
-    g += one + (request.parallel_tool_calls ? " ( \"\\n\" " + one + " )*" : "") + "\n";
-    if (auto parsed = grammar::parse_gbnf(g); !parsed) {
+    if (auto parsed = grammar::parse_gbnf(*g); !parsed) {
         return schema_error(make_error(std::errc::invalid_argument,
                                        "a '$ref' cycle with no JSON text in between (" + parsed.error().message + ")"),
                             "tools");
     }
-    request.generate.grammar = std::move(g);
+    request.generate.grammar = std::move(*g);
     return std::nullopt;
 }
 

@@ -18,11 +18,10 @@ namespace sluice::server {
 std::optional<api_error> read_structured_output(const boost::json::object& o, completion_request& out);
 
 /// tool_choice "required" or naming a function (request.forced_tool): sets request.generate.grammar to force
-/// calls in the Hermes / Qwen3 format (`<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, the
-/// arguments following the tool's `parameters` schema; more calls may follow unless parallel_tool_calls is
-/// false; a prompt that opened <think> first gets its reasoning closed). Errors (400, param tool_choice): the
-/// template writes calls in another format, a grammar or JSON response_format in the same request, or
-/// parameters the schema compiler refuses (param tools[i].function.parameters).
+/// calls in the syntax the model's template writes (forced_call_grammar: every format of chat::tool_format; more
+/// calls may follow unless parallel_tool_calls is false; a prompt that opened <think> first gets its reasoning
+/// closed). Errors (400, param tool_choice): a grammar or JSON response_format in the same request, a template
+/// without call syntax, or parameters the schema compiler refuses (param tools[i].function.parameters).
 std::optional<api_error> apply_tool_choice(completion_request& request, const output_reading& reading);
 
 } // namespace sluice::server

@@ -51,6 +51,7 @@ private:
     std::optional<std::uint32_t> scalar_value(std::uint32_t v);
     std::optional<sequence> parse_literal();
     std::optional<element> parse_class();
+    std::optional<sequence> parse_token_ref();
     std::optional<std::uint32_t> parse_count();
     std::string parse_name();
     std::optional<std::uint32_t> rule_index(const std::string& name);
@@ -299,6 +300,28 @@ std::optional<element> gbnf_parser::parse_class() {
     return element{element_kind::chars, static_cast<std::uint32_t>(classes_.size() - 1)};
 }
 
+// `<[id]>`: the control token `id`, as the one code point token_code_base + id.
+std::optional<sequence> gbnf_parser::parse_token_ref() {
+    p_ += 2; // "<["
+    std::uint64_t v = 0;
+    const std::size_t start = p_;
+    while (peek() >= '0' && peek() <= '9' && v <= max_token_ref) {
+        v = v * 10 + static_cast<std::uint64_t>(peek() - '0');
+        ++p_;
+    }
+    if (p_ == start || v > max_token_ref) {
+        p_ = start;
+        fail("expected a token id up to " + std::to_string(max_token_ref) + " in <[id]>");
+        return std::nullopt;
+    }
+    if (peek() != ']' || p_ + 1 >= s_.size() || s_[p_ + 1] != '>') {
+        fail("expected ]> after the token id");
+        return std::nullopt;
+    }
+    p_ += 2;
+    return sequence{{element_kind::chars, single_class(token_code_base + static_cast<std::uint32_t>(v))}};
+}
+
 std::optional<std::uint32_t> gbnf_parser::parse_count() {
     const std::size_t start = p_;
     std::uint64_t v = 0;
@@ -326,6 +349,9 @@ std::optional<sequence> gbnf_parser::parse_item(std::size_t depth) {
     if (c == '[') {
         auto e = parse_class();
         return e ? std::optional<sequence>(sequence{*e}) : std::nullopt;
+    }
+    if (c == '<' && p_ + 1 < s_.size() && s_[p_ + 1] == '[') {
+        return parse_token_ref();
     }
     if (c == '.') {
         ++p_;

@@ -10,6 +10,9 @@ bool char_class::matches_slow(std::uint32_t cp) const noexcept {
     auto it = std::upper_bound(ranges.begin(), ranges.end(), cp,
                                [](std::uint32_t v, const auto& r) { return v < r.first; });
     const bool in = it != ranges.begin() && cp <= std::prev(it)->second;
+    if (cp >= token_code_base) {
+        return in && !negated; // a control token only where `<[id]>` names it
+    }
     return in != negated;
 }
 
@@ -18,7 +21,12 @@ bool char_class::matches_any(std::uint32_t lo, std::uint32_t hi) const noexcept 
         return std::any_of(ranges.begin(), ranges.end(),
                            [&](const auto& r) { return r.first <= hi && lo <= r.second; });
     }
-    // Merged ranges never touch, so [lo, hi] is excluded only when one range covers it whole.
+    // Merged ranges never touch, so [lo, hi] is excluded only when one range covers it whole. Negated classes
+    // hold no control-token code points.
+    if (lo >= token_code_base) {
+        return false;
+    }
+    hi = std::min(hi, token_code_base - 1);
     return std::none_of(ranges.begin(), ranges.end(), [&](const auto& r) { return r.first <= lo && hi <= r.second; });
 }
 

@@ -15,6 +15,13 @@
 
 namespace sluice::grammar {
 
+/// Code points from `token_code_base` up stand for control tokens: token id t is token_code_base + t, written
+/// `<[t]>` in GBNF. No text encodes them (the matcher reads them only as the trie's byte form of a control token,
+/// see token_trie), and only a class written as `<[t]>` holds one: negated classes and `.` never do.
+constexpr std::uint32_t token_code_base = 0x110000;
+/// The largest token id `<[t]>` may name (the trie's byte form carries 24 bits).
+constexpr std::uint32_t max_token_ref = 0xFFFFFF;
+
 /// What one element of an alternative is.
 enum class element_kind : std::uint8_t {
     end,   ///< the end of an alternative
@@ -72,7 +79,7 @@ struct grammar_limits {
 /// Parses llama.cpp's GBNF: `name ::= alternatives` rules (a newline ends a rule unless the next line starts
 /// with `|`), `root` as the start, `|`, sequences, parentheses, "string" literals and [character classes]
 /// (with \n \r \t \\ \" \] \- \xHH \uHHHH \UHHHHHHHH escapes, `^` negation, `a-z` ranges), `.` for any code
-/// point, `*` `+` `?` `{m}` `{m,}` `{m,n}` repetitions and `#` comments. Errors (std::errc::invalid_argument)
+/// point, `<[id]>` for the control token `id` (only that token; see token_code_base), `*` `+` `?` `{m}` `{m,}` `{m,n}` repetitions and `#` comments. Errors (std::errc::invalid_argument)
 /// name the line and column ("line 3, column 14: expected ::= after the rule name"), or the rule for
 /// grammar-wide faults (undefined rules, left recursion, no root).
 [[nodiscard]] result<std::shared_ptr<const grammar>> parse_gbnf(std::string_view text,

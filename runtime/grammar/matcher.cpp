@@ -123,6 +123,20 @@ matcher::state_id matcher::open_sequence(state_id s, std::uint32_t partial, std:
     return intern_state(std::move(copy), partial, need, length);
 }
 
+// After token_lead: kept only when some stack's top class names a control token.
+matcher::state_id matcher::open_token(state_id s) {
+    const auto& stacks = states_[static_cast<std::size_t>(s)].stacks;
+    const bool viable = std::any_of(stacks.begin(), stacks.end(), [&](node_id top) {
+        return top != 0 && g_->classes[g_->elements[nodes_[top].pos].value].matches_any(token_code_base,
+                                                                                         token_code_base + max_token_ref);
+    });
+    if (!viable) {
+        return dead;
+    }
+    auto copy = stacks;
+    return intern_state(std::move(copy), 0, 3, 0);
+}
+
 matcher::state_id matcher::compute_step(state_id s, std::uint8_t b) {
     const state& st = states_[static_cast<std::size_t>(s)];
     state_id out = dead;
@@ -135,6 +149,18 @@ matcher::state_id matcher::compute_step(state_id s, std::uint8_t b) {
             out = open_sequence(s, b & 0x0FU, 2, 3);
         } else if (b >= 0xF0 && b <= 0xF4) {
             out = open_sequence(s, b & 0x07U, 3, 4);
+        } else if (b == token_lead) {
+            out = open_token(s);
+        }
+    } else if (st.length == 0) {
+        // A control token's id, 3 bytes big-endian after token_lead (length 0 marks this kind of sequence).
+        const std::uint32_t v = (st.partial << 8) | b;
+        const auto need = static_cast<std::uint8_t>(st.need - 1);
+        if (need > 0) {
+            auto stacks = st.stacks;
+            out = intern_state(std::move(stacks), v, need, 0);
+        } else {
+            out = advance(states_[static_cast<std::size_t>(s)].stacks, token_code_base + v);
         }
     } else if ((b & 0xC0) == 0x80) {
         const std::uint32_t v = (st.partial << 6) | (b & 0x3FU);

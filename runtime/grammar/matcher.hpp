@@ -77,6 +77,13 @@ public:
 
 private:
     static constexpr state_id unknown = -2;
+
+public:
+    /// The byte no UTF-8 text holds that starts a control token's byte form: token_lead, then the id in 3 bytes
+    /// big-endian, read as the code point token_code_base + id (token_trie writes control tokens so).
+    static constexpr std::uint8_t token_lead = 0xFF;
+
+private:
     using node_id = std::uint32_t; ///< 0: the bottom of a stack (in a stack list: an empty, completed stack)
 
     struct node {
@@ -97,6 +104,7 @@ private:
     state_id open_sequence(state_id s, std::uint32_t partial, std::uint8_t need, std::uint8_t length);
     bool expand(std::uint32_t pos, node_id parent, std::vector<node_id>& out, std::size_t depth);
     node_id intern_node(std::uint32_t pos, node_id parent);
+    state_id open_token(state_id s);
     state_id intern_state(std::vector<node_id> stacks, std::uint32_t partial, std::uint8_t need, std::uint8_t length);
     node_id copy_chain(node_id n, const std::vector<node>& old_nodes, std::unordered_map<node_id, node_id>& map);
 

@@ -13,12 +13,22 @@ token_trie::token_trie(const tokenizer::tokenizer& vocab, std::size_t n_vocab)
     : n_vocab_(std::max(n_vocab, vocab.size())) {
     const auto eog = vocab.end_of_generation();
     eog_.assign(eog.begin(), eog.end());
-    // Every token's bytes in one blob; control tokens get none.
+    // Every token's bytes in one blob. A control token's are matcher::token_lead and its id in 3 bytes, which
+    // only a grammar's `<[id]>` accepts; a text token holding that byte (never valid UTF-8, so no grammar text
+    // could accept it) gets none, so no text can spell a control token's form.
     offsets_.push_back(0);
     for (std::size_t i = 0; i < vocab.size(); ++i) {
         const auto id = static_cast<std::int32_t>(i);
-        if (!vocab.is_control(id) && !is_end_of_generation(id)) {
-            const auto piece = vocab.piece(id);
+        if (is_end_of_generation(id)) {
+            // listed apart
+        } else if (vocab.is_control(id)) {
+            if (i <= max_token_ref) {
+                const auto u = static_cast<std::uint32_t>(i);
+                blob_.insert(blob_.end(), {static_cast<char>(matcher::token_lead), static_cast<char>(u >> 16),
+                                           static_cast<char>((u >> 8) & 0xFFU), static_cast<char>(u & 0xFFU)});
+            }
+        } else if (const auto piece = vocab.piece(id); piece.find(static_cast<char>(matcher::token_lead)) ==
+                                                        std::string_view::npos) {
             blob_.insert(blob_.end(), piece.begin(), piece.end());
         }
         offsets_.push_back(static_cast<std::uint32_t>(blob_.size()));

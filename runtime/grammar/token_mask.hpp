@@ -18,8 +18,10 @@ class tokenizer;
 namespace sluice::grammar {
 
 /// The vocabulary as byte strings (a byte-level BPE token's real bytes, not its stored text) in a trie laid out
-/// in depth-first order, so a walk is one pass over an array that skips whole subtrees. Control tokens and tokens
-/// without bytes are left out; end-of-generation tokens are listed apart. Immutable; share it across requests.
+/// in depth-first order, so a walk is one pass over an array that skips whole subtrees. A control token is there
+/// as matcher::token_lead and its id (3 bytes), which only a grammar's `<[id]>` accepts, so a grammar may ask for
+/// a format's marker token exactly where it names it. Tokens without bytes are left out; end-of-generation
+/// tokens are listed apart. Immutable; share it across requests.
 class token_trie {
 public:
     /// Builds the trie of `vocab`; `n_vocab` is the model's logits width (at least the vocabulary's size).
@@ -47,7 +49,8 @@ public:
     [[nodiscard]] std::span<const std::int32_t> tokens() const noexcept { return tokens_; }
     [[nodiscard]] std::span<const std::int32_t> end_of_generation() const noexcept { return eog_; }
     [[nodiscard]] bool is_end_of_generation(std::int32_t id) const noexcept;
-    /// The bytes of token `id`; empty for control tokens and ids outside the vocabulary.
+    /// The bytes of token `id` (a control token's: token_lead and its id); empty for end-of-generation tokens
+    /// and ids outside the vocabulary.
     [[nodiscard]] std::string_view bytes(std::int32_t id) const noexcept;
     [[nodiscard]] std::size_t max_depth() const noexcept { return max_depth_; }
 

@@ -1,6 +1,7 @@
 // token_filter over the real Qwen3 vocabulary (151k byte-level BPE tokens) and Llama 2's SentencePiece one: the
-// mask equals checking every token's bytes one by one, control tokens stay out, end-of-generation comes in only
-// with a complete document, and a random walk through the masks always produces a document the schema allows.
+// mask equals checking every token's bytes one by one, control tokens stay out except where a grammar names one
+// (<[id]>), end-of-generation comes in only with a complete document, and a random walk through the masks always
+// produces a document the schema allows.
 #include "grammar_test_util.hpp"
 
 #include "runtime/grammar/json_schema.hpp"
@@ -142,6 +143,49 @@ TEST_F(token_mask_test, control_tokens_excluded_and_end_of_generation_only_when_
     ASSERT_TRUE(f.accept(id("b")));
     EXPECT_TRUE(f.only_end_remains());
     EXPECT_FALSE(f.accept(id("b")));
+}
+
+TEST_F(token_mask_test, a_control_token_is_allowed_exactly_where_the_grammar_names_it) {
+    const auto im_start = id("<|im_start|>");
+    ASSERT_TRUE(vocab_->is_control(im_start));
+    ASSERT_FALSE(trie_->is_end_of_generation(im_start));
+    const std::string ref = "<[" + std::to_string(im_start) + "]>";
+    auto g = parse_or_fail("root ::= \"a\" " + ref + " \"b\" | \"x\" ( [^\"] | \"<\" )*");
+    token_filter f(g, trie_);
+    EXPECT_FALSE(f.allowed().allows(im_start));
+    ASSERT_TRUE(f.accept(id("a")));
+    // Only the token itself: not its text spelled by text tokens, not another control token.
+    EXPECT_TRUE(f.allowed().allows(im_start));
+    EXPECT_FALSE(f.allowed().allows(id("<")));
+    EXPECT_FALSE(f.allowed().allows(id("<|im_end|>")));
+    EXPECT_FALSE(f.allowed().allows(id("<tool_call>")));
+    expect_mask_is_exact(f, g, "a");
+    ASSERT_TRUE(f.accept(im_start));
+    EXPECT_FALSE(f.allowed().allows(im_start));
+    ASSERT_TRUE(f.accept(id("b")));
+    EXPECT_TRUE(f.only_end_remains());
+    // Free text (a negated class, `.`) never lets a control token in.
+    token_filter free(g, trie_);
+    ASSERT_TRUE(free.accept(id("x")));
+    EXPECT_TRUE(free.allowed().allows(id("<")));
+    EXPECT_FALSE(free.allowed().allows(im_start));
+    expect_mask_is_exact(free, g, "x");
+    auto any = parse_or_fail("root ::= .*");
+    token_filter dot(any, trie_);
+    EXPECT_FALSE(dot.allowed().allows(im_start));
+    EXPECT_FALSE(dot.accept(im_start));
+}
+
+TEST(token_ref_gbnf, token_references_parse_and_bad_ones_name_the_place) {
+    using namespace std::string_view_literals;
+    EXPECT_TRUE(matches(parse_or_fail("root ::= \"a\" <[5]>"), "a\xFF\x00\x00\x05"sv));
+    EXPECT_FALSE(matches(parse_or_fail("root ::= \"a\" <[5]>"), "a\xFF\x00\x00\x06"sv));
+    EXPECT_FALSE(matches(parse_or_fail("root ::= \"a\" <[5]>"), "a<[5]>"sv));
+    EXPECT_FALSE(matches(parse_or_fail("root ::= [^a]"), "\xFF\x00\x00\x05"sv));
+    EXPECT_FALSE(matches(parse_or_fail("root ::= ."), "\xFF\x00\x00\x05"sv));
+    for (const char* bad : {"root ::= <[]>", "root ::= <[16777216]>", "root ::= <[5>", "root ::= <[5]"}) {
+        EXPECT_FALSE(parse_gbnf(bad)) << bad;
+    }
 }
 
 TEST_F(token_mask_test, random_walks_through_the_masks_give_valid_documents) {

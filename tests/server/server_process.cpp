@@ -38,12 +38,14 @@ std::filesystem::path tiny_model() {
     return path;
 }
 
-std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template) {
-    const auto path = scratch_dir() / ("tiny-qwen3moe-" + name + ".gguf");
+std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template,
+                                               const std::vector<std::string>& control_tokens) {
+    const std::string tag = control_tokens.empty() ? name : name + "-markers";
+    const auto path = scratch_dir() / ("tiny-qwen3moe-" + tag + ".gguf");
     if (std::filesystem::exists(path)) {
         return path;
     }
-    const auto tokenizer = scratch_dir() / (name + "-tokenizer.gguf");
+    const auto tokenizer = scratch_dir() / (tag + "-tokenizer.gguf");
     auto files = gguf::model_files::open(tiny_model());
     EXPECT_TRUE(files) << files.error().message;
     gguf::writer w(tokenizer);
@@ -51,6 +53,19 @@ std::filesystem::path tiny_model_with_template(const std::string& name, std::str
         if (e.key.starts_with("tokenizer.")) {
             w.kv().set(e.key, e.value);
         }
+    }
+    if (!control_tokens.empty()) {
+        auto texts = files->kv().get_array_of_strings(gguf::keys::tokenizer_tokens);
+        auto types = files->kv().get_array_of_i32(gguf::keys::tokenizer_token_type);
+        EXPECT_TRUE(texts && types);
+        std::vector<std::string> t(texts->begin(), texts->end());
+        std::vector<std::int32_t> k(types->begin(), types->end());
+        for (const auto& c : control_tokens) {
+            t.push_back(c);
+            k.push_back(3); // control
+        }
+        w.kv().set_array(gguf::keys::tokenizer_tokens, std::move(t));
+        w.kv().set_array(gguf::keys::tokenizer_token_type, std::move(k));
     }
     w.kv().set_string(gguf::keys::chat_template, std::string(chat_template));
     const auto done = w.finish();

@@ -21,7 +21,10 @@ std::filesystem::path tiny_model();
 
 /// The tiny model with `chat_template` as its chat template, made once per `name`: the tiny model's tokenizer
 /// keys go into a tensor-less GGUF with the template replaced, and `mkmodel --tokenizer-from` takes them.
-std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template);
+/// `control_tokens`: texts added to the vocabulary as control tokens (mkmodel grows the model to fit), as a model
+/// of that family has its format's markers.
+std::filesystem::path tiny_model_with_template(const std::string& name, std::string_view chat_template,
+                                               const std::vector<std::string>& control_tokens = {});
 
 /// A --memory-budget (bytes) that makes `sluice serve <plan_args>` stream the tiny model's experts through
 /// `slots` cache slots: what `sluice inspect --plan` says everything else takes, plus the slots. `plan_args` are

@@ -1,7 +1,8 @@
 // Structured output over real sockets against `sluice serve` on the tiny model: response_format json_schema and
 // json_object answers parse and validate, whole and streamed, on chat and completions; llama-server's grammar
 // field restricts the text; bad schemas and grammars are 400s naming the field and the keyword; tool_choice
-// "required" or naming a function forces a Hermes / Qwen3 call under Qwen3's own chat template.
+// "required" or naming a function forces a Hermes / Qwen3 call under Qwen3's own chat template (the other formats:
+// forced_tool_calls_test.cpp).
 #include "http_client.hpp"
 #include "server_process.hpp"
 
@@ -257,9 +258,12 @@ TEST(structured_output, tool_choice_that_cannot_be_enforced_is_a_400) {
                R"({"messages":[{"role":"user","content":"Hi"}],"tool_choice":"required","tools":[{"type":"function",)"
                R"("function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"string","pattern":"a"}}}}}]})",
                "tools[0].function.parameters", "unsupported keyword 'pattern' at #/properties/x");
-    // Qwen3.5 writes <function=...> XML calls: not enforced, still refused.
+    // Qwen3.5 writes <function=...> XML calls, parameter by parameter: parameters must be an object schema.
     server_process coder({}, model_with_fixture_template("Qwen3.5-4B.jinja"));
-    expect_400(coder, "/v1/chat/completions", ask + R"(,"tool_choice":"required"})", "tool_choice", "qwen3_coder");
+    expect_400(coder, "/v1/chat/completions",
+               R"({"messages":[{"role":"user","content":"Hi"}],"tool_choice":"required","tools":[{"type":"function",)"
+               R"("function":{"name":"f","parameters":{"anyOf":[{"type":"object"}]}}}]})",
+               "tools[0].function.parameters", "object schema");
 }
 
 } // namespace
