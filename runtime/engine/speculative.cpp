@@ -5,31 +5,6 @@
 #include <chrono>
 #include <cmath>
 
-namespace sluice {
-
-std::string_view to_string(speculative_mode m) noexcept {
-    switch (m) {
-    case speculative_mode::off:
-        return "off";
-    case speculative_mode::lookup:
-        return "lookup";
-    case speculative_mode::draft:
-        return "draft";
-    }
-    return "off";
-}
-
-std::optional<speculative_mode> parse_speculative_mode(std::string_view text) noexcept {
-    for (const auto m : {speculative_mode::off, speculative_mode::lookup, speculative_mode::draft}) {
-        if (text == to_string(m)) {
-            return m;
-        }
-    }
-    return std::nullopt;
-}
-
-} // namespace sluice
-
 namespace sluice::speculation {
 
 void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::vector<std::int32_t>& out,
