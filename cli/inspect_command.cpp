@@ -514,7 +514,9 @@ void add_inspect_command(CLI::App& app) {
                                "token and the speed bound");
     add_memory_flags(*cmd, opts->memory, false);
     add_ctx_option(*cmd, opts->ctx, "--plan: context per sequence (0: the model's default)")->needs(plan);
-    cmd->add_option("--parallel", opts->parallel, "--plan: sequences generating at once (KV caches)")
+    cmd->add_option("--parallel", opts->parallel,
+                    "--plan: sequences generating at once (KV caches): 1 as `run` decodes; `serve --parallel` "
+                    "(4 by default) keeps one per slot")
         ->capture_default_str()
         ->needs(plan);
     add_threads_option(*cmd, opts->threads, "--plan: compute threads (0: one per hardware thread)")->needs(plan);
