@@ -1,6 +1,9 @@
 // Rendering and counting a request's prompt off the event loop.
 #include "server/prompt.hpp"
 
+#include "runtime/grammar/grammar.hpp"
+#include "runtime/grammar/token_mask.hpp"
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -33,6 +36,22 @@ bool is_template_error(std::string_view message) {
 asio::awaitable<api_result<std::vector<std::int32_t>>> prompt_tokens_for(server_state& st,
                                                                           const completion_request& request) {
     const session& probe = st.slots.any_session();
+    if (request.generate.grammar.find("<[") != std::string::npos) {
+        // A grammar naming tokens by id (<[id]>) must name control tokens of this model: checked against its
+        // vocabulary trie, built once per model on the render pool.
+        auto check = [&st, &request]() -> asio::awaitable<result<void>> {
+            auto g = grammar::parse_gbnf(request.generate.grammar);
+            if (!g) {
+                co_return g.error();
+            }
+            co_return grammar::check_token_refs(**g, *st.loaded->token_trie());
+        };
+        auto refs = co_await asio::co_spawn(st.render_pool.get_executor(), check(),
+                                            asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable));
+        if (!refs) {
+            co_return bad_request("grammar: " + refs.error().message, "grammar", "invalid_value");
+        }
+    }
     // The template runs on the render pool while this coroutine waits: a render that uses its whole time
     // budget delays neither /health nor anyone's tokens.
     auto render = [&probe, &request]() -> asio::awaitable<result<std::vector<std::int32_t>>> {

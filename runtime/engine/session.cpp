@@ -473,6 +473,9 @@ boost::asio::awaitable<result<void>> token_stream::state::start_grammar() {
     }
     std::shared_ptr<const grammar::token_trie> trie;
     co_await owner().pool().run(1, [this, &trie](std::size_t) noexcept { trie = owner().token_trie(); });
+    if (auto refs = grammar::check_token_refs(**g, *trie); !refs) {
+        co_return refs.error().with_context("grammar");
+    }
     grammar_.emplace(std::move(*g), std::move(trie));
     if (grammar_->state().current() == grammar::matcher::dead) {
         co_return make_error(std::errc::invalid_argument, "grammar: the root rule matches nothing");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <string>
 
 namespace sluice::grammar {
 
@@ -166,6 +167,33 @@ std::int32_t token_mask::apply(std::span<const float> logits, std::span<float> o
 
 token_filter::token_filter(std::shared_ptr<const grammar> g, std::shared_ptr<const token_trie> trie)
     : matcher_(std::move(g)), trie_(std::move(trie)), walk_(trie_->max_depth() + 1) {}
+
+result<void> check_token_refs(const grammar& g, const token_trie& trie) {
+    for (const auto& c : g.classes) {
+        if (c.negated) {
+            continue; // a negated class never holds a control token
+        }
+        for (const auto& [lo, hi] : c.ranges) {
+            for (auto cp = std::max(lo, token_code_base); cp <= hi; ++cp) {
+                const auto id = cp - token_code_base;
+                const auto ref = "<[" + std::to_string(id) + "]>";
+                if (id >= trie.n_vocab()) {
+                    return make_error(std::errc::invalid_argument, ref + " names token " + std::to_string(id) +
+                                                                       ", outside this model's " +
+                                                                       std::to_string(trie.n_vocab()) + " tokens");
+                }
+                const auto bytes = trie.bytes(static_cast<std::int32_t>(id));
+                if (bytes.empty() || static_cast<std::uint8_t>(bytes.front()) != matcher::token_lead) {
+                    return make_error(std::errc::invalid_argument,
+                                      ref + " names token " + std::to_string(id) +
+                                          ", which is not a control token of this model (only those are written "
+                                          "<[id]>; text is written as text, and the end of generation is implicit)");
+                }
+            }
+        }
+    }
+    return {};
+}
 
 void token_filter::compute(matcher::state_id s, token_mask& out) {
     out.bits.assign((trie_->n_vocab() + 63) / 64, 0);

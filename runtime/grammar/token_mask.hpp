@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/grammar/matcher.hpp"
+#include "sluice/error.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,11 @@ private:
     std::vector<std::uint32_t> offsets_; ///< bytes of token i: blob_[offsets_[i], offsets_[i + 1])
     std::size_t max_depth_ = 0;
 };
+
+/// Checks that every `<[id]>` of `g` names a control token `trie` holds (one a grammar can emit). Errors
+/// (std::errc::invalid_argument): "<[9999]> names token 9999, outside this model's 4096 tokens", or a token that
+/// is text or end-of-generation, which such a grammar could never produce.
+result<void> check_token_refs(const grammar& g, const token_trie& trie);
 
 /// A bit per token id.
 struct token_mask {

@@ -175,6 +175,11 @@ TEST(structured_output, bad_schemas_and_grammars_are_400s_naming_the_field) {
     expect_400(server, chat,
                "{" + question + R"(,"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}})",
                "grammar", "cannot be combined");
+    // <[id]> must name a control token of the served model (whose vocabulary has 4096 tokens, 0 a text token).
+    expect_400(server, chat, "{" + question + R"(,"grammar":"root ::= <[9999]>"})", "grammar",
+               "outside this model's");
+    expect_400(server, "/v1/completions", R"({"prompt":"x","grammar":"root ::= \"a\" <[0]>","stream":true})",
+               "grammar", "not a control token");
     const std::string deep = "root ::= " + std::string(30000, '(') + "\\\"a\\\"" + std::string(30000, ')');
     expect_400(server, chat, "{" + question + R"(,"grammar":")" + deep + "\"}", "grammar", "nested deeper");
     // The server is still healthy after all of it.
