@@ -22,33 +22,11 @@ std::shared_ptr<model> bundled() {
     return m;
 }
 
-struct outcome {
-    std::string text;
-    std::vector<token_event> events;
-    generation_summary summary;
-    std::string error;
-};
+using outcome = test::generation_outcome;
 
 outcome generate(generate_request req) {
     session s(bundled());
-    return run_sync<outcome>([&]() -> boost::asio::awaitable<outcome> {
-        outcome o;
-        auto stream = s.generate(std::move(req));
-        for (;;) {
-            auto ev = co_await stream.next();
-            if (!ev) {
-                o.error = ev.error().message;
-                break;
-            }
-            if (!*ev) {
-                break;
-            }
-            o.text += (*ev)->text;
-            o.events.push_back(std::move(**ev));
-        }
-        o.summary = stream.summary();
-        co_return o;
-    });
+    return test::run_generation(s, std::move(req));
 }
 
 generate_request chat(std::string question, std::string grammar, std::uint64_t seed) {

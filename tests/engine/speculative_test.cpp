@@ -75,35 +75,9 @@ std::shared_ptr<model> plain_model() {
     return m;
 }
 
-struct outcome {
-    std::vector<std::int32_t> tokens;
-    std::vector<token_event> events;
-    std::string text;
-    generation_summary summary;
-    std::string error;
-};
+using outcome = test::generation_outcome;
 
-outcome generate(session& s, generate_request req) {
-    return run_sync<outcome>([&]() -> boost::asio::awaitable<outcome> {
-        outcome o;
-        auto stream = s.generate(std::move(req));
-        for (;;) {
-            auto ev = co_await stream.next();
-            if (!ev) {
-                o.error = ev.error().message;
-                break;
-            }
-            if (!*ev) {
-                break;
-            }
-            o.text += (*ev)->text;
-            o.events.push_back(std::move(**ev));
-        }
-        o.tokens = stream.tokens();
-        o.summary = stream.summary();
-        co_return o;
-    });
-}
+outcome generate(session& s, generate_request req) { return test::run_generation(s, std::move(req)); }
 
 generate_request chat(const std::string& question) {
     generate_request req;

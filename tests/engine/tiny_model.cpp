@@ -108,4 +108,26 @@ std::shared_ptr<model> load_model(const std::filesystem::path& path, std::uint32
     return *m;
 }
 
+generation_outcome run_generation(session& s, generate_request req) {
+    return run_sync<generation_outcome>([&]() -> boost::asio::awaitable<generation_outcome> {
+        generation_outcome o;
+        auto stream = s.generate(std::move(req));
+        for (;;) {
+            auto ev = co_await stream.next();
+            if (!ev) {
+                o.error = ev.error().message;
+                break;
+            }
+            if (!*ev) {
+                break;
+            }
+            o.text += (*ev)->text;
+            o.events.push_back(std::move(**ev));
+        }
+        o.tokens = stream.tokens();
+        o.summary = stream.summary();
+        co_return o;
+    });
+}
+
 } // namespace sluice::test

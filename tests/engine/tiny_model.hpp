@@ -3,6 +3,7 @@
 
 #include "kernels/quant_type.hpp"
 #include "runtime/engine/model.hpp"
+#include "sluice/session.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sluice::test {
 
@@ -29,6 +31,18 @@ T run_sync(std::function<boost::asio::awaitable<T>()> make) {
     io.run();
     return fut.get();
 }
+
+/// What one generation gave: its events and their text, its tokens and summary, or the error that ended it.
+struct generation_outcome {
+    std::vector<std::int32_t> tokens;
+    std::vector<token_event> events;
+    std::string text;
+    generation_summary summary;
+    std::string error;
+};
+
+/// Runs `req` on `s` to its end on a fresh io_context, pulling every event.
+generation_outcome run_generation(session& s, generate_request req);
 
 /// Loads `path` with `n_threads` compute threads and the given batch size.
 std::shared_ptr<model> load_model(const std::filesystem::path& path, std::uint32_t n_batch = 64,
