@@ -7,8 +7,9 @@
 #
 # Usage: MODEL=FILE.gguf BUDGET=4GiB bench/engine/draft_prefetch.sh [rounds=3] [threads=2]
 # MODEL (a MoE file larger than BUDGET, so that experts stream), BUDGET, N (tokens per run, default 48), PROMPT
-# (default: a short English sentence), DRAFT_FLAGS (how drafts are made, default "--lookup"; "--mtp" for a file
-# with an MTP block), EXTRA (more flags for the drafted variants, e.g. "--draft-fixed --draft-max 4"). Needs jq.
+# (default: a short English sentence), CTX (--ctx, default 512), DRAFT_FLAGS (how drafts are made, default
+# "--lookup"; "--mtp" for a file with an MTP block), EXTRA (more flags for the drafted variants, e.g.
+# "--draft-fixed --draft-max 4"). Needs jq.
 # Run it under the shared lock and bench/quiet.sh: flock /work/gen/bench.lock bench/quiet.sh bench/engine/...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,7 +39,7 @@ for ((r = 0; r < rounds; r++)); do
     for v in "${order[@]}"; do
         local_flags="flags_$v[@]"
         out=$("$sluice" run -m "$model" -p "$prompt" -n "$n" --temp 0 --ignore-eos --threads "$threads" --json \
-            --memory-budget "$budget" --disk-bandwidth 1 "${!local_flags}" 2>/dev/null)
+            --memory-budget "$budget" --disk-bandwidth 1 --ctx "${CTX:-512}" "${!local_flags}" 2>/dev/null)
         toks=$(jq -c .tokens <<<"$out")
         if [[ $v == plain && -z "$ref" ]]; then ref=$toks; fi
         if [[ -n "$ref" && "$toks" != "$ref" ]]; then mismatches[$v]=$((mismatches[$v] + 1)); fi

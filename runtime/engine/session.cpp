@@ -463,13 +463,13 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const double draft_ms = ms_since(t0);
     if (cache.keeps_routing()) {
         // Draft-guided prefetch: the step's tokens' likely experts start reading before the verification needs
-        // them, at most half the expert cache (more would evict what the pass itself is about to use).
+        // them, at most a quarter of the expert cache (more would evict what the pass itself is about to use).
         auto& tokens = prefetch_tokens_;
         tokens.assign(1, generated_.back());
         tokens.insert(tokens.end(), drafts_.begin(), drafts_.end());
         const auto& hp = owner().hparams();
         co_await speculation::prefetch_draft_experts(owner().experts(), cache, seq_->history_, tokens, hp.n_layer,
-                                                     hp.n_expert_used, owner().plan().cache_slots / 2);
+                                                     hp.n_expert_used, owner().plan().cache_slots / 4);
     }
     const auto reads0 = expert_reads();
     const auto t1 = clock_type::now();

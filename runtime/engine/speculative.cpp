@@ -211,11 +211,11 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
     if (rows.empty()) {
         co_return 0;
     }
-    const auto executor = co_await boost::asio::this_coro::executor;
+    // No attach: the reads queue and start with the verification's own attach, right after this (attaching here
+    // would set up and drop the source's reader around every step).
     experts::expert_batch batch;
     batch.reserve(rows.size() * top_k);
-    batch.bind(executor);
-    source.attach(executor);
+    batch.bind(co_await boost::asio::this_coro::executor);
     std::vector<std::int32_t> ids;
     std::size_t asked = 0;
     for (std::uint32_t il = 0; il < n_layer && asked < limit; ++il) {
@@ -237,7 +237,6 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
         source.release_all(batch);
         asked += ids.size();
     }
-    source.detach();
     co_return asked;
 }
 

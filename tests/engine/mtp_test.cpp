@@ -3,7 +3,7 @@
 // and with streamed experts, chained drafts of several tokens), the drafted and accepted counters move (every
 // draft accepted where the block and the model agree by construction), the block's experts, caches and buffers are
 // planned inside the budget, and files or requests that cannot use it get a clear error while a file with the
-// block still loads and runs without it.
+// block still loads and runs without it. Draft-guided expert prefetch reads ahead with the same output.
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/mtp.hpp"
@@ -15,8 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
+#include <set>
 
 namespace sluice {
 namespace {
@@ -28,8 +30,10 @@ std::filesystem::path glm_path() {
     return test::tiny_model("glm4moe", quant_type::q8_0);
 }
 
-result<std::shared_ptr<model>> try_load(const std::filesystem::path& path, bool mtp, std::uint64_t budget = 0) {
+result<std::shared_ptr<model>> try_load(const std::filesystem::path& path, bool mtp, std::uint64_t budget = 0,
+                                        bool draft_prefetch = true) {
     model_options o;
+    o.draft_prefetch = draft_prefetch;
     o.n_ctx = 256;
     o.n_batch = 16;
     o.n_threads = 1; // a team of one: no barrier spinning on a loaded CI machine
@@ -39,8 +43,9 @@ result<std::shared_ptr<model>> try_load(const std::filesystem::path& path, bool 
     return run_sync<result<std::shared_ptr<model>>>([&] { return model::load(path, o); });
 }
 
-std::shared_ptr<model> load(const std::filesystem::path& path, bool mtp, std::uint64_t budget = 0) {
-    auto m = try_load(path, mtp, budget);
+std::shared_ptr<model> load(const std::filesystem::path& path, bool mtp, std::uint64_t budget = 0,
+                            bool draft_prefetch = true) {
+    auto m = try_load(path, mtp, budget, draft_prefetch);
     if (!m) {
         throw std::runtime_error(m.error().message);
     }
@@ -118,6 +123,91 @@ TEST(mtp, greedy_output_is_identical_with_streamed_experts) {
     const auto t = expect_same_greedy_output(plain, streamed, 3);
     EXPECT_GT(t.drafted_tokens, 0u);
     EXPECT_GT(streamed->expert_counters().misses, 0u);
+}
+
+// Draft-guided prefetch: with streamed experts, the experts each drafted token chose at its latest earlier
+// occurrence are read before the verification; the output is the same with and without it.
+TEST(draft_prefetch, reads_the_experts_of_drafted_tokens_ahead_and_keeps_the_output) {
+    const auto& p = load(glm_path(), false)->plan();
+    const std::uint64_t budget = p.planned_bytes() - p.expert_bytes + 6 * p.slot_bytes;
+    const auto on = load(glm_path(), false, budget, true);
+    const auto off = load(glm_path(), false, budget, false);
+    ASSERT_TRUE(on->plan().streams() && off->plan().streams());
+    // A prompt that repeats itself: prompt lookup drafts from its earlier copies.
+    auto prompt = random_tokens(16, 5);
+    for (int i = 0; i < 2; ++i) {
+        prompt.insert(prompt.end(), prompt.begin(), prompt.begin() + 16);
+    }
+    session a(on);
+    session b(off);
+    const auto with = test::run_generation(a, greedy(prompt, 24, speculative_mode::lookup, 3));
+    const auto without = test::run_generation(b, greedy(prompt, 24, speculative_mode::lookup, 3));
+    ASSERT_EQ(with.error, "");
+    ASSERT_EQ(without.error, "");
+    EXPECT_EQ(with.tokens, without.tokens);
+    EXPECT_GT(with.summary.drafted_tokens, 0u);
+}
+
+// The prediction itself: a cache that keeps routing holds each position's chosen experts (none in the dense layer),
+// and the prefetch asks, layer by layer, for the distinct experts the tokens' latest occurrences chose.
+TEST(draft_prefetch, asks_for_the_experts_the_tokens_latest_occurrences_chose) {
+    const auto& p = load(glm_path(), false)->plan();
+    const auto m = load(glm_path(), false, p.planned_bytes() - p.expert_bytes + 6 * p.slot_bytes);
+    ASSERT_TRUE(m->plan().streams());
+    const auto& hp = m->hparams();
+    models::kv_cache cache(models::cache_layout_of(m->arch(), hp), 128, quant_type::f16, 16);
+    cache.keep_routing(hp.n_layer, hp.n_expert_used);
+    models::forward_runner runner(m->arch(), hp, m->weights(), m->pool(), m->experts(), 16);
+    const auto history = random_tokens(40, 11);
+    std::vector<float> logits;
+    ASSERT_TRUE(
+        run_sync<result<void>>([&] { return runner.forward(cache, history, models::logits_mode::last, logits); }));
+    for (std::size_t pos = 0; pos < history.size(); ++pos) {
+        for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+            for (std::uint32_t j = 0; j < hp.n_expert_used; ++j) {
+                const auto e = cache.routing_row(pos)[il * hp.n_expert_used + j];
+                if (hp.moe_layer(il)) {
+                    EXPECT_TRUE(e >= 0 && e < static_cast<std::int32_t>(hp.n_expert)) << pos << " " << il;
+                } else {
+                    EXPECT_EQ(e, -1);
+                }
+            }
+        }
+    }
+    // Two tokens of the history (their latest positions) and one never seen.
+    const std::vector<std::int32_t> tokens{history[30], history[7], 600};
+    std::size_t expected = 0;
+    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+        std::set<std::int32_t> ids;
+        for (const auto t : {history[30], history[7]}) {
+            const auto pos =
+                static_cast<std::size_t>(std::find(history.rbegin(), history.rend(), t) - history.rbegin());
+            const auto* row = cache.routing_row(history.size() - 1 - pos);
+            for (std::uint32_t j = 0; j < hp.n_expert_used; ++j) {
+                if (row[il * hp.n_expert_used + j] >= 0) {
+                    ids.insert(row[il * hp.n_expert_used + j]);
+                }
+            }
+        }
+        expected += ids.size();
+    }
+    ASSERT_GT(expected, 0u);
+    const auto asked = run_sync<std::size_t>([&] {
+        return speculation::prefetch_draft_experts(m->experts(), cache, history, tokens, hp.n_layer, hp.n_expert_used,
+                                                   100);
+    });
+    EXPECT_EQ(asked, expected);
+    const auto capped = run_sync<std::size_t>([&] {
+        return speculation::prefetch_draft_experts(m->experts(), cache, history, tokens, hp.n_layer, hp.n_expert_used,
+                                                   2);
+    });
+    EXPECT_EQ(capped, 2u);
+    const std::vector<std::int32_t> unseen{600, 601};
+    EXPECT_EQ(run_sync<std::size_t>([&] {
+                  return speculation::prefetch_draft_experts(m->experts(), cache, history, unseen, hp.n_layer,
+                                                             hp.n_expert_used, 100);
+              }),
+              0u);
 }
 
 /// Overwrites an F32 tensor of `path` with zeros.
