@@ -396,6 +396,24 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         in.disk_bandwidth = *bw;
         source = "probe";
     }
+    std::uint64_t mtp_bytes = 0;
+    if (opts.mtp) {
+        if (hp->hybrid.nextn_layers == 0) {
+            std::cerr << "sluice inspect: " << opts.path << ": --mtp: the file has no multi-token prediction (MTP / "
+                      << "NextN) layers\n";
+            return 1;
+        }
+        if (in.budget == 0) {
+            in.budget = default_memory_budget();
+        }
+        mtp_bytes = plan_mtp_bytes(files, *hp, in);
+        if (mtp_bytes >= in.budget) {
+            std::cerr << "sluice inspect: " << opts.path << ": the budget cannot hold the MTP block's share ("
+                      << mtp_bytes << " bytes)\n";
+            return 1;
+        }
+        in.budget -= mtp_bytes;
+    }
     std::optional<memory_plan> draft;
     if (!opts.draft.empty()) {
         if (in.budget == 0) {
@@ -419,6 +437,8 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         plan->budget += draft->planned_bytes();
         plan->draft_bytes = draft->planned_bytes();
     }
+    plan->budget += mtp_bytes;
+    plan->mtp_bytes = mtp_bytes;
     auto o = to_json(*plan);
     if (draft) {
         o["draft"] = to_json(*draft);
@@ -532,6 +552,10 @@ void add_inspect_command(CLI::App& app) {
     cmd->add_option("--draft", opts->draft,
                     "--plan: a draft model for speculative decoding, planned resident first (its weights, KV caches "
                     "and buffers); the model gets the rest of the budget")
+        ->needs(plan);
+    cmd->add_flag("--mtp", opts->mtp,
+                  "--plan: drafting with the file's multi-token prediction block (run/serve --mtp): its experts, "
+                  "per-sequence cache, hidden states and buffers planned first, shown as mtp_bytes")
         ->needs(plan);
     cmd->add_option("--policy", opts->policy, "--routing: the cache's replacement policy (lru or lfu)")
         ->capture_default_str()

@@ -25,6 +25,7 @@ struct inspect_options {
     bool header_only = false;  ///< read the GGUF header alone (a partial download): never the tensor data
     std::string routing;       ///< --plan: a routing recording replayed through the planned cache
     std::string draft;         ///< --plan: a draft model planned first inside the budget (speculative decoding)
+    bool mtp = false;          ///< --plan: the MTP block planned first inside the budget (run/serve --mtp)
     std::string policy = "lru"; ///< --routing: the cache's replacement policy, "lru" or "lfu"
     double compute_tokens_per_s = 0; ///< --plan: decode tokens/s with the experts in memory; 0: unknown
 };

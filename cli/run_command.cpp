@@ -80,6 +80,8 @@ json::object experts_json(const experts::expert_cache_counters& c) {
                         {"misses", c.misses},
                         {"hit_rate", c.hit_rate()},
                         {"prefetch_issued", c.prefetch_issued},
+                        {"prefetch_used", c.prefetch_used},
+                        {"prefetch_wasted", c.prefetch_wasted},
                         {"prefetch_accuracy", c.prefetch_accuracy()},
                         {"slots", c.slots}};
 }

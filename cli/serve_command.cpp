@@ -68,6 +68,8 @@ int run_serve(serve_args& args) {
     args.options.draft_max = args.speculative.draft_max;
     args.options.draft_optional = args.speculative.draft_optional;
     args.options.lookup = args.speculative.lookup;
+    args.options.mtp = args.speculative.mtp;
+    args.options.draft_prefetch = !args.speculative.no_draft_prefetch;
     args.options.draft_fixed = args.speculative.fixed;
     args.options.max_body = *body;
     args.options.timeout = *timeout;

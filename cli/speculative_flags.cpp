@@ -25,6 +25,13 @@ void add_speculative_flags(CLI::App& cmd, speculative_flags& flags) {
     cmd.add_flag("--lookup", flags.lookup,
                  "Speculative decoding by prompt lookup: drafts the tokens that followed the last n-gram's latest "
                  "earlier occurrence (no draft model; default mode when --draft is not given)");
+    cmd.add_flag("--mtp", flags.mtp,
+                 "Speculative decoding with the model's own multi-token prediction (MTP / NextN) block, which "
+                 "GLM-4.5+ files carry: its experts are held resident inside --memory-budget (default mode when "
+                 "--draft is not given)");
+    cmd.add_flag("--no-draft-prefetch", flags.no_draft_prefetch,
+                 "With streamed experts, do not read the experts predicted for drafted tokens before verifying them "
+                 "(each drafted token's prediction is what its latest earlier occurrence chose)");
 }
 
 void speculative_flags::apply_to(model_options& options) const {
@@ -32,8 +39,12 @@ void speculative_flags::apply_to(model_options& options) const {
     options.draft_max = draft_max;
     options.draft_optional = draft_optional;
     options.draft_adaptive = !fixed;
-    options.speculative =
-        !draft.empty() ? speculative_mode::draft : (lookup ? speculative_mode::lookup : speculative_mode::off);
+    options.mtp = mtp;
+    options.draft_prefetch = !no_draft_prefetch;
+    options.speculative = !draft.empty() ? speculative_mode::draft
+                          : mtp          ? speculative_mode::mtp
+                          : lookup       ? speculative_mode::lookup
+                                         : speculative_mode::off;
 }
 
 result<void> check_speculative_flags(const speculative_flags& flags) {

@@ -1,4 +1,4 @@
-// The speculative-decoding flags `run` and `serve` share: --draft, --draft-max, --draft-optional, --lookup.
+// The speculative-decoding flags `run` and `serve` share: --draft, --draft-max, --draft-optional, --lookup, --mtp.
 #pragma once
 
 #include "sluice/error.hpp"
@@ -20,10 +20,12 @@ struct speculative_flags {
     std::uint32_t draft_max = 8; ///< --draft-max K: most tokens drafted per step
     bool draft_optional = false; ///< --draft-optional: load without the draft when the budget cannot hold both
     bool lookup = false;         ///< --lookup: prompt-lookup drafting (no draft model)
+    bool mtp = false;            ///< --mtp: drafting with the model's own multi-token prediction block
+    bool no_draft_prefetch = false; ///< --no-draft-prefetch: streaming, no reads of drafted tokens' experts ahead
     bool fixed = false;          ///< --draft-fixed: every step drafts --draft-max tokens
 
-    /// Sets the matching fields of the library's load options: the default mode is draft with --draft, else
-    /// lookup with --lookup, else off.
+    /// Sets the matching fields of the library's load options: the default mode is draft with --draft, else mtp
+    /// with --mtp, else lookup with --lookup, else off.
     void apply_to(model_options& options) const;
 };
 

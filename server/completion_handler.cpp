@@ -287,6 +287,12 @@ asio::awaitable<bool> handle_completion(beast::tcp_stream& stream, const http_re
                                    "speculative.mode", "invalid_value");
         co_return co_await write_response(stream, error_response(e, version, keep_alive), st.options.timeout);
     }
+    if (parsed->generate.speculative.mode == speculative_mode::mtp && st.loaded->mtp() == nullptr) {
+        const auto e = bad_request("speculative.mode \"mtp\": the server runs without the model's multi-token "
+                                   "prediction block (--mtp, on a file that has one)",
+                                   "speculative.mode", "invalid_value");
+        co_return co_await write_response(stream, error_response(e, version, keep_alive), st.options.timeout);
+    }
     // Render and count the prompt before queueing: a template error or a prompt longer than the context is
     // the client's error (400), reported with the counts.
     auto prompt = co_await prompt_tokens_for(st, *parsed);

@@ -567,7 +567,8 @@ maybe_error read_limits_and_stream(const json::object& o, completion_request& ou
     return std::nullopt;
 }
 
-/// Sluice's extension: {"speculative": {"mode": "off" | "lookup" | "draft", "max_draft": K}} (docs/SERVER.md).
+/// Sluice's extension: {"speculative": {"mode": "off" | "lookup" | "draft" | "mtp", "max_draft": K}}
+/// (docs/SERVER.md).
 maybe_error read_speculative(const json::object& o, generate_request& g) {
     const auto* v = find(o, "speculative");
     if (v == nullptr) {
@@ -590,7 +591,8 @@ maybe_error read_speculative(const json::object& o, generate_request& g) {
     if (find(so, "mode") != nullptr) {
         const auto parsed = parse_speculative_mode(mode);
         if (!parsed) {
-            return bad_request("speculative.mode must be \"off\", \"lookup\" or \"draft\", got \"" + mode + "\"",
+            return bad_request("speculative.mode must be \"off\", \"lookup\", \"draft\" or \"mtp\", got \"" + mode +
+                                   "\"",
                                "speculative.mode", "invalid_value");
         }
         g.speculative.mode = *parsed;

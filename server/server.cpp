@@ -79,6 +79,9 @@ void log_memory_plan(const memory_plan& p) {
     if (p.draft_bytes > 0) {
         std::fprintf(stderr, ", draft model %.1f MiB", mib(p.draft_bytes));
     }
+    if (p.mtp_bytes > 0) {
+        std::fprintf(stderr, ", MTP block %.1f MiB", mib(p.mtp_bytes));
+    }
     std::fputs("\n", stderr);
 }
 
@@ -97,8 +100,12 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.draft_max = st.options.draft_max;
     opts.draft_optional = st.options.draft_optional;
     opts.draft_adaptive = !st.options.draft_fixed;
+    opts.mtp = st.options.mtp;
+    opts.draft_prefetch = st.options.draft_prefetch;
     opts.speculative = !st.options.draft.empty() ? speculative_mode::draft
-                                                 : (st.options.lookup ? speculative_mode::lookup : speculative_mode::off);
+                       : st.options.mtp          ? speculative_mode::mtp
+                       : st.options.lookup       ? speculative_mode::lookup
+                                                 : speculative_mode::off;
     std::fprintf(stderr, "sluice serve: loading %s\n", st.options.model.c_str());
     // One line per quarter: readable in a terminal and in a log file alike.
     auto progress = [quarter = 0](std::uint64_t done, std::uint64_t total) mutable {

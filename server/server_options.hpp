@@ -37,6 +37,8 @@ struct server_options {
     std::uint32_t draft_max = 8;               ///< --draft-max: model_options::draft_max
     bool draft_optional = false;               ///< --draft-optional: model_options::draft_optional
     bool lookup = false;                       ///< --lookup: prompt lookup is the default mode (without --draft)
+    bool mtp = false;                          ///< --mtp: model_options::mtp (the default mode without --draft)
+    bool draft_prefetch = true;                ///< !--no-draft-prefetch: model_options::draft_prefetch
     bool draft_fixed = false;                  ///< --draft-fixed: model_options::draft_adaptive = false
 };
 

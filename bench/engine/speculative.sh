@@ -9,7 +9,7 @@
 # MODEL itself: a self-draft, every draft accepted), N (tokens per prompt, default 128), BUDGET (a
 # --memory-budget; with one that streams the experts, the table adds expert reads and bytes read per token),
 # EXTRA (more `sluice run` flags for the speculative modes, e.g. "--draft-fixed --draft-max 4"), MODES (default
-# "off lookup draft"), IGNORE_EOS (default 1: every prompt generates N tokens; 0: answers end where the model
+# "off lookup draft"; "mtp" drafts with the model's own MTP block, for files that carry one), IGNORE_EOS (default 1: every prompt generates N tokens; 0: answers end where the model
 # ends them). Needs jq.
 # Run it through bench/quiet.sh on a shared machine.
 set -euo pipefail
@@ -39,6 +39,7 @@ flags_off=()
 read -ra extra_flags <<<"${EXTRA:-}"
 flags_lookup=(--lookup "${extra_flags[@]}")
 flags_draft=(--draft "$DRAFT" "${extra_flags[@]}")
+flags_mtp=(--mtp "${extra_flags[@]}")
 budget_flags=()
 [[ -n "${BUDGET:-}" ]] && budget_flags=(--memory-budget "$BUDGET" --disk-bandwidth 1)
 

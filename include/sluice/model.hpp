@@ -41,6 +41,7 @@ class token_trie;
 }
 namespace speculation {
 struct counters;
+class mtp_block;
 }
 } // namespace sluice
 
@@ -112,6 +113,8 @@ public:
     [[nodiscard]] const std::shared_ptr<model>& draft() const noexcept;
     /// Why the draft model was not loaded (draft_optional and a budget that cannot hold both); empty otherwise.
     [[nodiscard]] const std::string& draft_warning() const noexcept;
+    /// The multi-token prediction block loaded with options().mtp (plan() counts it as mtp_bytes); null without.
+    [[nodiscard]] speculation::mtp_block* mtp() const noexcept;
     /// Speculative decoding's counters over all sessions (thread-safe).
     [[nodiscard]] speculation::counters& speculation() const noexcept;
     /// The routing recorded or replayed (set_routing); nullptr when neither.

@@ -76,10 +76,18 @@ struct model_options {
     /// When the budget cannot hold the draft and the target: true loads the target alone (model::draft_warning()
     /// says why), false fails the load with the numbers.
     bool draft_optional = false;
-    /// Speculation of generations that do not choose (generate_request::speculative): off, lookup, or draft
-    /// (needs draft_model).
+    /// Loads the model's multi-token prediction (MTP / NextN) block for drafting (speculative_mode::mtp): its
+    /// routed experts are held resident and each session keeps the hidden states it drafts from, all inside
+    /// memory_budget (memory_plan::mtp_bytes). The load fails with a message when the file has no MTP block or
+    /// the model has recurrent layers. Without it, a file's MTP block is loaded but never run.
+    bool mtp = false;
+    /// Speculation of generations that do not choose (generate_request::speculative): off, lookup, draft
+    /// (needs draft_model) or mtp (needs mtp).
     speculative_mode speculative = speculative_mode::off;
     std::uint32_t draft_max = 8; ///< most tokens drafted per step (the step adapts below it)
+    /// Streaming: before verifying drafts, read the experts each layer is predicted to choose for them (the
+    /// routing of each drafted token's latest earlier occurrence; speculation::prefetch_draft_experts).
+    bool draft_prefetch = true;
     bool draft_adaptive = true;  ///< false: every step drafts draft_max tokens (speculative_params::adaptive)
 };
 

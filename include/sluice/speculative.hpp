@@ -12,11 +12,12 @@ enum class speculative_mode {
     off,    ///< one token per forward pass
     lookup, ///< prompt lookup: the tokens that followed the latest earlier occurrence of the last n-gram
     draft,  ///< the draft model the target was loaded with (model_options::draft_model)
+    mtp,    ///< the model's own multi-token prediction block (model_options::mtp; GLM-4.5+ files carry one)
 };
 
-/// "off", "lookup", "draft".
+/// "off", "lookup", "draft", "mtp".
 std::string_view to_string(speculative_mode m) noexcept;
-/// Parses "off", "lookup", "draft"; nullopt otherwise.
+/// Parses "off", "lookup", "draft", "mtp"; nullopt otherwise.
 std::optional<speculative_mode> parse_speculative_mode(std::string_view text) noexcept;
 
 /// Per-generation speculation. Output is the same as without it: greedy decoding gives identical tokens, and

@@ -22,6 +22,7 @@
 #include "base/async_event.hpp"
 #include "io/dma_buffer.hpp"
 #include "kernels/matmul.hpp"
+#include "runtime/models/tensor_names.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -289,7 +290,7 @@ std::uint64_t default_memory_budget() {
 }
 
 std::uint64_t memory_plan::planned_bytes() const noexcept {
-    return resident_bytes + cache_bytes + kv_bytes + checkpoint_bytes + compute_bytes + draft_bytes;
+    return resident_bytes + cache_bytes + kv_bytes + checkpoint_bytes + compute_bytes + draft_bytes + mtp_bytes;
 }
 
 result<memory_plan> plan_memory(const gguf::model_files& files, const models::model_hparams& hp,
@@ -345,6 +346,31 @@ result<memory_plan> plan_memory(const gguf::model_files& files, const models::mo
     return p;
 }
 
+std::uint64_t plan_mtp_bytes(const gguf::model_files& files, const models::model_hparams& hp, const plan_inputs& in) {
+    if (hp.hybrid.nextn_layers == 0) {
+        return 0;
+    }
+    std::uint64_t experts = 0;
+    for (const auto& t : files.tensors()) {
+        const auto parsed = models::parse_tensor_name(t.name);
+        if (t.is_expert() && parsed && parsed->layer && *parsed->layer >= hp.n_layer) {
+            experts += round_up(t.bytes, page);
+        }
+    }
+    auto one = in;
+    one.n_seq = 1;
+    one.cache_layout.clear();
+    auto block = hp;
+    block.n_layer = 1; // the block's cache: one attention layer
+    const std::uint64_t cache = kv_bytes_of(block, one);
+    const std::uint64_t hidden = 2 * std::uint64_t{in.n_ctx} * hp.n_embd * sizeof(float);
+    const std::uint64_t b = std::max(1u, in.n_batch);
+    const std::uint64_t projection =
+        b * (3 * std::uint64_t{hp.n_embd} * sizeof(float) + widest_prepared_row(files, 2 * std::uint64_t{hp.n_embd}));
+    const std::uint64_t buffers = compute_bytes_of(files, hp, one) + projection;
+    return experts + (cache + hidden + buffers) * std::max(1u, in.n_seq);
+}
+
 boost::json::object to_json(const memory_plan& plan) {
     const bool bound_known = plan.streams() && plan.tokens_per_s_bound > 0;
     std::string basis;
@@ -369,6 +395,7 @@ boost::json::object to_json(const memory_plan& plan) {
         {"checkpoint_bytes", plan.checkpoint_bytes},
         {"compute_bytes", plan.compute_bytes},
         {"draft_bytes", plan.draft_bytes},
+        {"mtp_bytes", plan.mtp_bytes},
         {"cache_bytes", plan.cache_bytes},
         {"cache_slots", plan.cache_slots},
         {"slot_bytes", plan.slot_bytes},

@@ -55,6 +55,7 @@ struct memory_plan {
     std::uint64_t checkpoint_bytes = 0; ///< the prompt cache's state checkpoints of all n_seq sequences
     std::uint64_t compute_bytes = 0; ///< forward-pass buffers and fixed overhead
     std::uint64_t draft_bytes = 0;   ///< a draft model's whole plan (weights, KV caches, buffers); 0 without one
+    std::uint64_t mtp_bytes = 0;     ///< MTP drafting (plan_mtp_bytes); 0 when it does not run
     /// resident: dense + expert bytes; stream_experts: dense bytes (the cache is counted apart).
     std::uint64_t resident_bytes = 0;
     std::uint64_t cache_bytes = 0;    ///< expert cache (slots * slot_bytes); 0 when resident
@@ -67,7 +68,7 @@ struct memory_plan {
     double tokens_per_s_bound = 0;               ///< disk_bandwidth / read_bytes_per_token (0: unknown/none)
 
     [[nodiscard]] bool streams() const noexcept { return strategy == strategy_kind::stream_experts; }
-    /// The total the plan holds: resident + cache + KV + compute + draft bytes (never above the budget).
+    /// The total the plan holds: resident + cache + KV + compute + draft + MTP bytes (never above the budget).
     [[nodiscard]] std::uint64_t planned_bytes() const noexcept;
 };
 
@@ -76,6 +77,12 @@ struct memory_plan {
 /// when the resident part, KV cache, buffers and the smallest workable cache do not fit.
 result<memory_plan> plan_memory(const gguf::model_files& files, const models::model_hparams& hp,
                                 const experts::expert_layout& layout, const plan_inputs& in);
+
+/// What drafting with the model's MTP block adds to its plan (model_options::mtp): the block's routed experts, held
+/// resident (its other tensors are in dense_bytes already), and per sequence the block's one-layer cache, the hidden
+/// states the target's and the block's caches keep (n_ctx rows of n_embd floats each) and the block's forward-pass
+/// buffers. 0 when `hp` has no MTP block.
+std::uint64_t plan_mtp_bytes(const gguf::model_files& files, const models::model_hparams& hp, const plan_inputs& in);
 
 /// The plan as JSON (sizes in bytes, plus "strategy", "assumptions").
 boost::json::object to_json(const memory_plan& plan);

@@ -2,6 +2,7 @@
 #include "runtime/engine/model.hpp"
 
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/mtp.hpp"
 #include "runtime/engine/speculative.hpp"
 
 #include "runtime/experts/expert_cache.hpp"
@@ -38,6 +39,7 @@ struct model::state {
     std::shared_ptr<batch_engine> engine; ///< made by the first session (batch())
     std::shared_ptr<model> draft;
     std::string draft_warning;
+    std::unique_ptr<speculation::mtp_block> mtp; ///< options.mtp: the file's MTP block, run for drafting
     std::unique_ptr<speculation::counters> speculation = std::make_unique<speculation::counters>();
     mutable std::once_flag trie_once;
     mutable std::shared_ptr<const grammar::token_trie> trie; ///< built by the first constrained generation
@@ -91,6 +93,9 @@ experts::routing_log* model::routing() noexcept { return state_->routing.get(); 
 const std::shared_ptr<model>& model::draft() const noexcept { return state_->draft; }
 const std::string& model::draft_warning() const noexcept { return state_->draft_warning; }
 speculation::counters& model::speculation() const noexcept { return *state_->speculation; }
+speculation::mtp_block* model::mtp() const noexcept {
+    return state_->mtp.get();
+}
 bool model::cache_has_state() const {
     const auto layout = models::cache_layout_of(*state_->arch, state_->hp);
     return std::any_of(layout.begin(), layout.end(), [](const auto& l) { return l.state_floats > 0; });
@@ -263,13 +268,36 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         in.budget = default_memory_budget();
     }
     const std::uint64_t budget = in.budget;
+    std::uint64_t mtp_bytes = 0;
+    if (options.mtp) {
+        // Drafting with the file's own MTP block: planned first, like a draft model, and the target gets the rest.
+        if (m->hp.hybrid.nextn_layers == 0) {
+            co_return make_error(std::errc::invalid_argument,
+                                 path.string() + ": --mtp: the file has no multi-token prediction (MTP / NextN) " +
+                                     "layers (" + m->hp.arch + ".nextn_predict_layers is 0 or absent); use --draft " +
+                                     "or --lookup");
+        }
+        if (owner->cache_has_state()) {
+            co_return make_error(std::errc::invalid_argument,
+                                 path.string() + ": --mtp: the model has recurrent layers, whose state cannot be cut " +
+                                     "back after a rejected draft");
+        }
+        mtp_bytes = plan_mtp_bytes(*m->files, m->hp, in);
+        if (mtp_bytes >= in.budget) {
+            co_return make_error(std::errc::not_enough_memory,
+                                 path.string() + ": the memory budget (" + std::to_string(budget >> 20) +
+                                     " MiB) cannot hold the MTP block's experts, caches and buffers (" +
+                                     std::to_string(mtp_bytes >> 20) + " MiB)");
+        }
+        in.budget -= mtp_bytes;
+    }
     if (!options.draft_model.empty()) {
-        auto draft = co_await load_draft(*owner, budget);
+        auto draft = co_await load_draft(*owner, in.budget);
         if (!draft) {
             co_return draft.error();
         }
         m->draft = std::move(*draft);
-        in.budget = budget - m->draft->plan().planned_bytes();
+        in.budget -= std::min(in.budget, m->draft->plan().planned_bytes());
     }
     auto plan = plan_memory(*m->files, m->hp, *layout, in);
     if (!plan && m->draft && options.draft_optional) {
@@ -279,7 +307,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
                            " MiB) and the target; loaded without the draft: " + plan.error().message;
         std::fprintf(stderr, "sluice: warning: %s\n", m->draft_warning.c_str());
         m->draft.reset();
-        in.budget = budget;
+        in.budget = budget - mtp_bytes;
         plan = plan_memory(*m->files, m->hp, *layout, in);
     } else if (!plan && m->draft) {
         co_return make_error(std::errc::not_enough_memory,
@@ -310,13 +338,24 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         m->plan.budget = budget; // the draft's share is planned apart and shown as draft_bytes
         m->plan.draft_bytes = m->draft->plan().planned_bytes();
     }
+    if (options.mtp) {
+        m->plan.budget = budget; // as the draft's: planned apart, shown as mtp_bytes
+        m->plan.mtp_bytes = mtp_bytes;
+    }
     // The reader belongs to the loading executor, which may be gone when the model is used: keep it local.
     auto weights = co_await models::model_weights::load(**reader, *m->files, *m->arch, m->hp, progress,
-                                                        m->plan.streams());
+                                                        m->plan.streams(), options.mtp);
     if (!weights) {
         co_return weights.error().with_context(path.string());
     }
     m->weights = std::move(*weights);
+    if (options.mtp) {
+        auto block = speculation::mtp_block::create(*m->arch, m->hp, m->weights);
+        if (!block) {
+            co_return block.error().with_context(path.string());
+        }
+        m->mtp = std::move(*block);
+    }
     m->pool = std::make_shared<runtime::compute_pool>(options.n_threads);
     if (m->draft) {
         // One set of compute threads: the draft and the target run one after the other, and a second pool's

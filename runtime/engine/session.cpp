@@ -3,6 +3,7 @@
 
 #include "runtime/chat/content_guard.hpp"
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/mtp.hpp"
 #include "runtime/engine/speculative.hpp"
 #include "runtime/generate/sampler.hpp"
 #include "runtime/generate/stop_strings.hpp"
@@ -59,6 +60,13 @@ struct session::state {
                                                                  : kernels::quant_type::f16,
                  model_->options().n_batch),
           engine_(model_->batch()), runner_(*engine_) {
+        if (model_->mtp() != nullptr) {
+            cache_.keep_hidden(model_->hparams().n_embd); // what the MTP block drafts from
+        }
+        if (model_->streams_experts() && model_->options().draft_prefetch && model_->hparams().is_moe()) {
+            // What draft-guided prefetch predicts drafted tokens' experts from.
+            cache_.keep_routing(model_->hparams().n_layer, model_->hparams().n_expert_used);
+        }
         engine_->publish(&shared_);
     }
     ~state() { engine_->withdraw(&shared_); }
@@ -72,7 +80,13 @@ struct session::state {
     std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
     shared_sequence shared_{&cache_, &history_}; ///< what other sessions of the model may copy a prefix from
     std::unique_ptr<speculation::draft_runner> draft_; ///< the draft model's sequence, made on first use
-    speculation::draft_controller controllers_[2];     ///< draft lengths: prompt lookup, draft model
+    std::unique_ptr<speculation::mtp_runner> mtp_;     ///< the MTP block's sequence, made on first use
+    speculation::draft_controller controllers_[3];     ///< draft lengths: prompt lookup, draft model, MTP
+
+    /// The draft-length controller of `mode` (lookup, draft or mtp).
+    speculation::draft_controller& controller(speculative_mode mode) {
+        return controllers_[mode == speculative_mode::draft ? 1 : mode == speculative_mode::mtp ? 2 : 0];
+    }
 
     /// The recurrent states at one position of the history.
     struct state_checkpoint {
@@ -217,6 +231,7 @@ struct token_stream::state {
     speculative_mode spec_mode_ = speculative_mode::off;
     std::uint32_t spec_max_ = 0;
     std::vector<std::int32_t> drafts_;
+    std::vector<std::int32_t> prefetch_tokens_; ///< a step's tokens whose experts draft-guided prefetch reads
     std::vector<speculation::verified_token> verified_;
     std::deque<speculation::verified_token> ready_; ///< verified tokens not emitted yet
     double ready_ms_ = 0.0;                         ///< each one's share of its step's time
@@ -383,6 +398,14 @@ result<void> token_stream::state::start_speculation() {
         }
         spec_mode_ = speculative_mode::off;
     }
+    if (spec_mode_ == speculative_mode::mtp && owner().mtp() == nullptr) {
+        if (req_.speculative.mode) {
+            return make_error(std::errc::invalid_argument,
+                              "speculative.mode \"mtp\": the model was loaded without its multi-token prediction "
+                              "block (--mtp, on a file that has one)");
+        }
+        spec_mode_ = speculative_mode::off;
+    }
     // A grammar's mask depends on every token before it, and a recurrent state cannot be cut back after a
     // rejected draft: both decode one token per step.
     if (grammar_ || seq_->cache_.has_state() || spec_max_ == 0) {
@@ -404,7 +427,7 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     }
     limit = std::min<std::uint64_t>(limit, cache.capacity() - cache.size() - 1);
     limit = std::min<std::uint64_t>(limit, cache.max_append() - 1);
-    auto& controller = seq_->controllers_[spec_mode_ == speculative_mode::draft ? 1 : 0];
+    auto& controller = seq_->controller(spec_mode_);
     const auto k = req_.speculative.adaptive.value_or(owner().options().draft_adaptive) ? controller.next_k(static_cast<std::uint32_t>(limit))
                                              : static_cast<std::uint32_t>(limit);
     if (k == 0) {
@@ -415,6 +438,16 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     context.push_back(generated_.back());
     if (spec_mode_ == speculative_mode::lookup) {
         speculation::lookup_draft(context, k, drafts_);
+    } else if (spec_mode_ == speculative_mode::mtp) {
+        if (!seq_->mtp_) {
+            seq_->mtp_ =
+                std::make_unique<speculation::mtp_runner>(*owner().mtp(), owner().pool(), cache.capacity(),
+                                                          std::max(1u, owner().options().n_batch), cache.type());
+        }
+        if (auto r = co_await seq_->mtp_->propose(context, cache, k, drafts_); !r) {
+            spec_mode_ = speculative_mode::off; // the block failed: the target goes on alone
+            co_return false;
+        }
     } else {
         if (!seq_->draft_) {
             seq_->draft_ = std::make_unique<speculation::draft_runner>(owner().draft(), cache.capacity());
@@ -428,6 +461,16 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         co_return false;
     }
     const double draft_ms = ms_since(t0);
+    if (cache.keeps_routing()) {
+        // Draft-guided prefetch: the step's tokens' likely experts start reading before the verification needs
+        // them, at most a quarter of the expert cache (more would evict what the pass itself is about to use).
+        auto& tokens = prefetch_tokens_;
+        tokens.assign(1, generated_.back());
+        tokens.insert(tokens.end(), drafts_.begin(), drafts_.end());
+        const auto& hp = owner().hparams();
+        co_await speculation::prefetch_draft_experts(owner().experts(), cache, seq_->history_, tokens, hp.n_layer,
+                                                     hp.n_expert_used, owner().plan().cache_slots / 4);
+    }
     const auto reads0 = expert_reads();
     const auto t1 = clock_type::now();
     speculation::verify_target target{seq_->runner_, cache, seq_->history_, sampler_, owner().vocab(),
@@ -441,7 +484,9 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
                           verified_.back().chosen.token != drafts_[*accepted];
     // The draft's catch-up on tokens it had not seen is paid once per prompt (or per stretch without drafting),
     // whatever the length: the controller weighs the per-token cost alone.
-    const double catch_up_ms = spec_mode_ == speculative_mode::draft ? seq_->draft_->catch_up_ms() : 0.0;
+    const double catch_up_ms = spec_mode_ == speculative_mode::draft ? seq_->draft_->catch_up_ms()
+                               : spec_mode_ == speculative_mode::mtp ? seq_->mtp_->catch_up_ms()
+                                                                     : 0.0;
     controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
                              std::max(0.0, draft_ms - catch_up_ms));
     auto& counters = owner().speculation();
@@ -654,7 +699,7 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
             co_return fail(r.error(), was_cancelled);
         }
         if (spec_mode_ != speculative_mode::off) {
-            seq_->controllers_[spec_mode_ == speculative_mode::draft ? 1 : 0].record_plain(ms_since(t1));
+            seq_->controller(spec_mode_).record_plain(ms_since(t1));
         }
         auto& counters = owner().speculation();
         counters.plain_tokens.fetch_add(1, std::memory_order_relaxed);

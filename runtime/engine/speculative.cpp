@@ -1,6 +1,10 @@
 // Speculative decoding: prompt lookup, the draft model's sequence, the draft-length controller and verification.
 #include "runtime/engine/speculative.hpp"
 
+#include "runtime/experts/expert_batch.hpp"
+
+#include <boost/asio/this_coro.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -183,6 +187,57 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
         measured_verify_ = true;
     }
     blend(draft_ms_, std::max(draft_ms / drafted, 1e-6));
+}
+
+boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
+                                                           const models::kv_cache& cache,
+                                                           std::span<const std::int32_t> history,
+                                                           std::span<const std::int32_t> tokens, std::uint32_t n_layer,
+                                                           std::uint32_t top_k, std::size_t limit) {
+    if (limit == 0 || !cache.keeps_routing() || !source.wants_prediction()) {
+        co_return 0;
+    }
+    // The latest position of each token (positions past the cache's size hold nothing yet).
+    const std::size_t known = std::min<std::size_t>(history.size(), cache.size());
+    std::vector<const std::int16_t*> rows;
+    for (const auto token : tokens) {
+        for (std::size_t p = known; p-- > 0;) {
+            if (history[p] == token) {
+                rows.push_back(cache.routing_row(p));
+                break;
+            }
+        }
+    }
+    if (rows.empty()) {
+        co_return 0;
+    }
+    // No attach: the reads queue and start with the verification's own attach, right after this (attaching here
+    // would set up and drop the source's reader around every step).
+    experts::expert_batch batch;
+    batch.reserve(rows.size() * top_k);
+    batch.bind(co_await boost::asio::this_coro::executor);
+    std::vector<std::int32_t> ids;
+    std::size_t asked = 0;
+    for (std::uint32_t il = 0; il < n_layer && asked < limit; ++il) {
+        ids.clear();
+        for (const auto* row : rows) {
+            for (std::uint32_t j = 0; j < top_k; ++j) {
+                if (const auto e = row[std::size_t{il} * top_k + j]; e >= 0) {
+                    ids.push_back(e);
+                }
+            }
+        }
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        ids.resize(std::min(ids.size(), limit - asked));
+        if (ids.empty()) {
+            continue; // a dense layer
+        }
+        source.prefetch(batch, il, ids); // the reads go on after the release: the batch only tracked them
+        source.release_all(batch);
+        asked += ids.size();
+    }
+    co_return asked;
 }
 
 boost::asio::awaitable<result<std::uint32_t>> verify(verify_target& t, std::int32_t last,

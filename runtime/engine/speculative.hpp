@@ -95,6 +95,18 @@ private:
     bool probing_ = false;           ///< the last drafting step was a probe
 };
 
+/// Draft-guided expert prefetch (streamed experts): before a verification, asks `source` to read the experts each
+/// MoE layer is predicted to choose for the step's tokens (`tokens`: the last token and the drafts), so that the
+/// verification finds them cached or in flight instead of reading them one layer ahead. A token's prediction is what
+/// the latest earlier position holding the same token chose (the routing `cache` keeps: kv_cache::keep_routing;
+/// `history` is the tokens in `cache`); a token not seen before predicts nothing. Experts already cached cost
+/// nothing; at most `limit` experts are asked for, the earliest layers first. Returns how many were asked for.
+boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
+                                                           const models::kv_cache& cache,
+                                                           std::span<const std::int32_t> history,
+                                                           std::span<const std::int32_t> tokens, std::uint32_t n_layer,
+                                                           std::uint32_t top_k, std::size_t limit);
+
 /// One drafted token's verdict, or the token that replaced it.
 struct verified_token {
     runtime::sampled_token chosen;

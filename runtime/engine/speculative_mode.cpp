@@ -12,12 +12,15 @@ std::string_view to_string(speculative_mode m) noexcept {
         return "lookup";
     case speculative_mode::draft:
         return "draft";
+    case speculative_mode::mtp:
+        return "mtp";
     }
     return "off";
 }
 
 std::optional<speculative_mode> parse_speculative_mode(std::string_view text) noexcept {
-    for (const auto m : {speculative_mode::off, speculative_mode::lookup, speculative_mode::draft}) {
+    for (const auto m :
+         {speculative_mode::off, speculative_mode::lookup, speculative_mode::draft, speculative_mode::mtp}) {
         if (text == to_string(m)) {
             return m;
         }

@@ -198,6 +198,33 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
     co_return result<void>{};
 }
 
+boost::asio::awaitable<result<void>> forward_runner::forward_rows(kv_cache& cache, std::span<const float> rows,
+                                                                  logits_mode mode, std::vector<float>& logits) {
+    const auto& hp = *hp_;
+    const std::size_t n = rows.size() / hp.n_embd;
+    if (n == 0 || rows.size() % hp.n_embd != 0 || n > scratch_.max_batch ||
+        n > std::max<std::uint32_t>(cache.max_append(), 1)) {
+        co_return make_error(std::errc::invalid_argument, "forward_rows: " + std::to_string(rows.size()) +
+                                                              " floats are not 1 to one batch of rows of " +
+                                                              std::to_string(hp.n_embd));
+    }
+    row_tokens_.assign(n, 0);
+    if (auto ok = check(cache, row_tokens_); !ok) {
+        co_return ok;
+    }
+    logits.resize((mode == logits_mode::all ? n : 1) * std::size_t{hp.n_vocab});
+    const auto executor = co_await boost::asio::this_coro::executor;
+    scratch_.moe.fetch.bind(executor);
+    scratch_.moe.prediction.bind(executor);
+    experts_->attach(executor);
+    const detach_guard guard{experts_, &scratch_};
+    const auto count = static_cast<std::uint32_t>(n);
+    const logits_request req = mode == logits_mode::all ? logits_request{0, count, logits.data()}
+                                                        : logits_request{count - 1, 1, logits.data()};
+    const batch_segment seg{&cache, cache.size(), 0, count};
+    co_return co_await run_batch(row_tokens_, std::span(&seg, 1), std::span(&req, 1), 0, rows.data());
+}
+
 boost::asio::awaitable<result<void>> forward_runner::forward_step(std::span<const sequence_step> steps,
                                                                   std::uint32_t prediction_limit) {
     step_tokens_.clear();
@@ -231,7 +258,8 @@ boost::asio::awaitable<result<void>> forward_runner::forward_step(std::span<cons
 boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const std::int32_t> tokens,
                                                                std::span<const batch_segment> segments,
                                                                std::span<const logits_request> logits,
-                                                               std::uint32_t prediction_limit) {
+                                                               std::uint32_t prediction_limit,
+                                                               const float* input_rows) {
     const auto& hp = *hp_;
     const auto& emb = weights_->token_embd;
     const std::size_t n_tok = tokens.size();
@@ -275,6 +303,10 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const s
             } else {
                 const runtime::slice tok(n_tok, t, n);
                 for (std::size_t i = tok.begin; i < tok.end; ++i) {
+                    if (input_rows != nullptr) {
+                        std::copy_n(input_rows + i * hp.n_embd, hp.n_embd, scratch_.x.data() + i * hp.n_embd);
+                        continue;
+                    }
                     kernels::dequantize_row(emb.type, emb.data + static_cast<std::size_t>(tokens[i]) * emb.row_bytes,
                                             scratch_.x.data() + i * hp.n_embd, hp.n_embd);
                 }
@@ -299,6 +331,11 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const s
         resume_at = stalled;
     }
     for (const auto& seg : segments) {
+        if (seg.cache->keeps_hidden() && seg.cache->hidden_width() == hp.n_embd) {
+            // The residual stream after the last layer (output_logits normalised a copy of it).
+            std::copy_n(scratch_.x.data() + std::size_t{seg.row} * hp.n_embd, std::size_t{seg.n_tokens} * hp.n_embd,
+                        seg.cache->hidden_row(seg.first_pos));
+        }
         seg.cache->advance(seg.n_tokens);
     }
     if (logits.size() > 1 && wanted != 0) {

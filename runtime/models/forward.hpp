@@ -197,6 +197,10 @@ public:
     /// appended then), or an expert read failure.
     boost::asio::awaitable<result<void>> forward(kv_cache& cache, std::span<const std::int32_t> tokens,
                                                  logits_mode mode, std::vector<float>& logits);
+    /// As forward(), with the first layer's input rows given ([n][n_embd], n at most max_batch()) instead of the
+    /// token embeddings: a multi-token-prediction block's projected input.
+    boost::asio::awaitable<result<void>> forward_rows(kv_cache& cache, std::span<const float> rows, logits_mode mode,
+                                                      std::vector<float>& logits);
 
     [[nodiscard]] const model_hparams& hparams() const noexcept { return *hp_; }
     [[nodiscard]] const architecture& arch() const noexcept { return *arch_; }
@@ -234,7 +238,7 @@ private:
     boost::asio::awaitable<result<void>> run_batch(std::span<const std::int32_t> tokens,
                                                    std::span<const batch_segment> segments,
                                                    std::span<const logits_request> logits,
-                                                   std::uint32_t prediction_limit);
+                                                   std::uint32_t prediction_limit, const float* input_rows = nullptr);
     void output_logits(std::span<const logits_request> reqs, std::size_t total, const team_member& m);
 
     const architecture* arch_;
@@ -248,6 +252,7 @@ private:
     std::vector<batch_segment> step_segments_; ///< and their sequences
     std::vector<logits_request> step_logits_;
     std::vector<float> gathered_logits_;        ///< several sequences' logits rows before they are handed out
+    std::vector<std::int32_t> row_tokens_;      ///< forward_rows: placeholder ids of its rows (never looked up)
 };
 
 } // namespace sluice::models

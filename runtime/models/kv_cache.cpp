@@ -104,7 +104,8 @@ void kv_cache::restore(std::uint32_t n, std::span<const float> saved) noexcept {
 
 bool kv_cache::can_copy_prefix(const kv_cache& from, std::uint32_t n) const noexcept {
     if (&from == this || has_state_ || from.has_state_ || has_window_ || from.has_window_ || type_ != from.type_ ||
-        n > from.used_ || n > n_ctx_ || layers_.size() != from.layers_.size()) {
+        n > from.used_ || n > n_ctx_ || layers_.size() != from.layers_.size() ||
+        (keeps_hidden() && from.hidden_width_ != hidden_width_)) {
         return false;
     }
     for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -126,7 +127,23 @@ void kv_cache::copy_prefix(const kv_cache& from, std::uint32_t n) noexcept {
         std::copy_n(from.data_.data() + l.k_offset, k_bytes, data_.data() + l.k_offset);
         std::copy_n(from.data_.data() + l.v_offset, v_bytes, data_.data() + l.v_offset);
     }
+    if (keeps_routing() && from.routing_width_ == routing_width_) {
+        std::copy_n(from.routing_.data(), std::size_t{n} * routing_width_, routing_.data());
+    }
+    if (keeps_hidden() && from.hidden_width_ == hidden_width_) {
+        std::copy_n(from.hidden_.data(), std::size_t{n} * hidden_width_, hidden_.data());
+    }
     used_ = n;
+}
+
+void kv_cache::keep_routing(std::uint32_t n_layer, std::uint32_t top_k) {
+    routing_width_ = n_layer * top_k;
+    routing_.assign(std::size_t{n_ctx_} * routing_width_, std::int16_t{-1});
+}
+
+void kv_cache::keep_hidden(std::uint32_t width) {
+    hidden_width_ = width;
+    hidden_.assign(std::size_t{n_ctx_} * width, 0.0f);
 }
 
 } // namespace sluice::models

@@ -75,10 +75,11 @@ public:
         return values(layer) + (pos % layers_[layer].rows) * layers_[layer].spec.v_dim * elem_;
     }
     /// Whether copy_prefix(from, n) may be used: the same layers, rows and element type, no recurrent state and no
-    /// ring shorter than the context on either side, and n <= from.size().
+    /// ring shorter than the context on either side, n <= from.size(), and `from` keeps hidden states when this does.
     [[nodiscard]] bool can_copy_prefix(const kv_cache& from, std::uint32_t n) const noexcept;
     /// Makes this cache hold `from`'s first `n` positions (another sequence's cached prompt prefix): copies their
-    /// key and value rows of every layer. Requires can_copy_prefix(from, n).
+    /// key and value rows of every layer, and their hidden states when both keep them. Requires
+    /// can_copy_prefix(from, n).
     void copy_prefix(const kv_cache& from, std::uint32_t n) noexcept;
     /// Whether some layer keeps a recurrent state (its past can only be recovered from a saved copy).
     [[nodiscard]] bool has_state() const noexcept { return has_state_; }
@@ -92,7 +93,34 @@ public:
     /// Layer `layer`'s recurrent state (spec.state_floats floats; zero after construction and truncate(0)).
     [[nodiscard]] float* state(std::uint32_t layer) noexcept { return states_.data() + layers_[layer].state_offset; }
     /// Bytes held.
-    [[nodiscard]] std::size_t bytes() const noexcept { return data_.size() + states_.size() * sizeof(float); }
+    [[nodiscard]] std::size_t bytes() const noexcept {
+        return data_.size() + (states_.size() + hidden_.size()) * sizeof(float) +
+               routing_.size() * sizeof(std::int16_t);
+    }
+
+    /// Also keeps each position's last hidden state (the residual stream after the last layer, before the output
+    /// norm: `width` floats a position), which forward passes write; what a multi-token-prediction block drafts
+    /// from. Call before the first forward pass.
+    void keep_hidden(std::uint32_t width);
+    /// Whether keep_hidden() was called.
+    [[nodiscard]] bool keeps_hidden() const noexcept { return hidden_width_ != 0; }
+    [[nodiscard]] std::uint32_t hidden_width() const noexcept { return hidden_width_; }
+    /// Position `pos`'s hidden state (keeps_hidden(), pos < capacity(); valid for pos < size()).
+    [[nodiscard]] float* hidden_row(std::size_t pos) noexcept { return hidden_.data() + pos * hidden_width_; }
+    [[nodiscard]] const float* hidden_row(std::size_t pos) const noexcept {
+        return hidden_.data() + pos * hidden_width_;
+    }
+
+    /// Also keeps the routed experts each position chose in every layer (`n_layer` x `top_k` ids a position, -1 in
+    /// dense layers), which MoE blocks write: what draft-guided prefetch predicts a drafted token's experts from.
+    /// Call before the first forward pass.
+    void keep_routing(std::uint32_t n_layer, std::uint32_t top_k);
+    [[nodiscard]] bool keeps_routing() const noexcept { return routing_width_ != 0; }
+    /// Position `pos`'s choices, layer by layer (keeps_routing(), pos < capacity(); valid for pos < size()).
+    [[nodiscard]] std::int16_t* routing_row(std::size_t pos) noexcept { return routing_.data() + pos * routing_width_; }
+    [[nodiscard]] const std::int16_t* routing_row(std::size_t pos) const noexcept {
+        return routing_.data() + pos * routing_width_;
+    }
 
 private:
     struct layer {
@@ -111,6 +139,10 @@ private:
     std::vector<layer> layers_;
     std::vector<std::byte> data_;
     std::vector<float> states_;
+    std::uint32_t hidden_width_ = 0;
+    std::vector<float> hidden_; ///< [n_ctx][hidden_width_] when keeps_hidden()
+    std::uint32_t routing_width_ = 0;
+    std::vector<std::int16_t> routing_; ///< [n_ctx][n_layer * top_k] when keeps_routing()
 };
 
 } // namespace sluice::models

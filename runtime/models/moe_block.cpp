@@ -132,6 +132,24 @@ void distinct_predicted(forward_scratch& s, std::size_t n_tok, std::size_t k, st
     std::sort(s.pred_unique.begin(), s.pred_unique.end());
 }
 
+// Member 0: each row's chosen experts into its sequence's cache, for the caches that keep routing.
+void keep_routing(layer_context& ctx, std::uint32_t il) {
+    const auto& s = ctx.scratch();
+    const std::size_t k = ctx.hparams().n_expert_used;
+    for (const auto& seg : ctx.segments) {
+        if (!seg.cache->keeps_routing()) {
+            continue;
+        }
+        for (std::uint32_t r = 0; r < seg.n_tokens; ++r) {
+            const auto* ids = s.ids.data() + (std::size_t{seg.row} + r) * k;
+            auto* out = seg.cache->routing_row(std::size_t{seg.first_pos} + r) + std::size_t{il} * k;
+            for (std::size_t j = 0; j < k; ++j) {
+                out[j] = static_cast<std::int16_t>(ids[j]);
+            }
+        }
+    }
+}
+
 // The choice of every token and the next layer's prediction; then member 0 fetches the chosen experts and
 // replaces the prediction of this layer (now chosen, or not) with that of the next: the next layer's reads
 // queue behind this layer's.
@@ -146,6 +164,7 @@ void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& i
             ctx.routing->log->on_layer(*ctx.routing, il, {s.ids.data(), n_sel}, {s.weights.data(), n_sel},
                                        {s.pred_ids.data(), n_sel}, predicted);
         }
+        keep_routing(ctx, il);
         distinct_experts(s, ctx.n_tokens, hp.n_expert_used);
         if (predicted) {
             distinct_predicted(s, ctx.n_tokens, hp.n_expert_used, ctx.prediction_limit);

@@ -87,13 +87,17 @@ constexpr hybrid_field hybrid_fields[] = {
     {tensor_kind::nextn_shared_head_head, tensor_suffix::weight, &hybrid_layer_weights::shared_head_head},
 };
 
-/// Whether a tensor stays on disk: routed experts that stream, and those of blocks past the main stack.
-bool stays_on_disk(const gguf::tensor_info& t, const model_hparams& hp, bool skip_experts) {
+/// Whether a tensor stays on disk: routed experts that stream, and those of blocks past the main stack unless
+/// their multi-token prediction runs (`nextn_experts`: then they are resident whether the main stack streams or not).
+bool stays_on_disk(const gguf::tensor_info& t, const model_hparams& hp, bool skip_experts, bool nextn_experts) {
     if (!t.is_expert()) {
         return false;
     }
     const auto parsed = parse_tensor_name(t.name);
-    return skip_experts || (parsed && parsed->layer && *parsed->layer >= hp.n_layer);
+    if (parsed && parsed->layer && *parsed->layer >= hp.n_layer) {
+        return !nextn_experts;
+    }
+    return skip_experts;
 }
 
 constexpr std::uint64_t chunk_bytes = std::uint64_t{16} << 20; // one read
@@ -160,7 +164,8 @@ result<void> check_tensors(const gguf::model_files& files, const architecture& a
 
 boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& reader, const gguf::model_files& files,
                                                                   const architecture& arch, const model_hparams& hp,
-                                                                  load_progress progress, bool skip_experts) {
+                                                                  load_progress progress, bool skip_experts,
+                                                                  bool nextn_experts) {
     if (auto r = check_tensors(files, arch, hp); !r) {
         co_return r.error();
     }
@@ -175,7 +180,7 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
     {
         std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> spans(n_parts);
         for (const auto& t : files.tensors()) {
-            if (stays_on_disk(t, hp, skip_experts)) {
+            if (stays_on_disk(t, hp, skip_experts, nextn_experts)) {
                 continue;
             }
             const auto lo = t.offset & ~std::uint64_t{io::dma_buffer::alignment - 1};
@@ -259,7 +264,7 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
         if (!t) {
             return v;
         }
-        if (!stays_on_disk(*t, hp, skip_experts)) {
+        if (!stays_on_disk(*t, hp, skip_experts, nextn_experts)) {
             const auto& part_ranges = ranges[t->split];
             const auto it = std::upper_bound(part_ranges.begin(), part_ranges.end(), t->offset,
                                              [](std::uint64_t off, const range& r) { return off < r.lo; });
@@ -291,6 +296,15 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
                 l.hybrid.*f.member = view(tensor_name(f.kind, il, f.suffix));
             }
             l.ffn_norm = view(tensor_name(tensor_kind::attn_post_norm, il)); // their pre-FFN norm's name
+        } else if (il >= hp.n_layer) {
+            for (const auto& f : hybrid_fields) { // an MTP block's own tensors (deepseek2, glm4moe)
+                if (f.member == &hybrid_layer_weights::eh_proj || f.member == &hybrid_layer_weights::enorm ||
+                    f.member == &hybrid_layer_weights::hnorm || f.member == &hybrid_layer_weights::shared_head_norm ||
+                    f.member == &hybrid_layer_weights::embed_tokens ||
+                    f.member == &hybrid_layer_weights::shared_head_head) {
+                    l.hybrid.*f.member = view(tensor_name(f.kind, il, f.suffix));
+                }
+            }
         }
     };
     w.layers.resize(hp.n_layer);

@@ -66,17 +66,18 @@ public:
     /// Checks that `files` holds exactly the tensors `arch` expects for `hp` (names, shapes, types a kernel
     /// can run; vectors and routers F32), reads all tensor data into resident memory with large aligned reads
     /// through `reader`, and builds the views. Routed experts of layers past the main stack (MTP blocks) stay on
-/// disk. With `skip_experts`, every routed-expert tensor stays on disk: their
-    /// views have shape and type but no data (an expert_cache reads them). Errors name the tensor
-    /// ("tensor blk.3.ffn_up_exps.weight: ...").
+    /// disk unless `nextn_experts` (multi-token prediction runs them). With `skip_experts`, every routed-expert
+    /// tensor of the main stack stays on disk: their views have shape and type but no data (an expert_cache reads
+    /// them). Errors name the tensor ("tensor blk.3.ffn_up_exps.weight: ...").
     static boost::asio::awaitable<result<model_weights>> load(io::reader& reader, const gguf::model_files& files,
                                                               const architecture& arch, const model_hparams& hp,
-                                                              load_progress progress = {}, bool skip_experts = false);
+                                                              load_progress progress = {}, bool skip_experts = false,
+                                                              bool nextn_experts = false);
 
     weight_view token_embd, output_norm, output; ///< output aliases token_embd for tied embeddings
     std::vector<layer_weights> layers;
     /// Multi-token prediction blocks after the main stack (hp.hybrid.nextn_layers): loaded, not run by the forward
-    /// pass. Their routed experts stay on disk.
+    /// pass (speculation::mtp_block runs them). Their routed experts stay on disk unless loaded with nextn_experts.
     std::vector<layer_weights> nextn;
 
     /// Bytes held in memory.

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Draft-guided expert prefetch with streamed experts: the same greedy generation plain, drafted with the prefetch
+# and drafted without it (--no-draft-prefetch), same run, the order rotating each round because this VM's speed
+# drifts. Every drafted run's tokens are compared with plain decoding's (they must be identical). Prints per
+# variant: decode tokens and tokens/s, drafted/accepted, expert reads and MB read per generated token (prompt
+# included, from the expert cache's counters), MB read per accepted draft, the prefetch's reads used and wasted.
+#
+# Usage: MODEL=FILE.gguf BUDGET=4GiB bench/engine/draft_prefetch.sh [rounds=3] [threads=2]
+# MODEL (a MoE file larger than BUDGET, so that experts stream), BUDGET, N (tokens per run, default 48), PROMPT
+# (default: a short English sentence), CTX (--ctx, default 512), DRAFT_FLAGS (how drafts are made, default
+# "--lookup"; "--mtp" for a file with an MTP block), EXTRA (more flags for the drafted variants, e.g.
+# "--draft-fixed --draft-max 4"). Needs jq.
+# Run it under the shared lock and bench/quiet.sh: flock /work/gen/bench.lock bench/quiet.sh bench/engine/...
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+rounds=${1:-3}
+threads=${2:-2}
+sluice=${SLUICE:-$root/build/release/cli/sluice}
+model=${MODEL:?MODEL=FILE.gguf is required}
+budget=${BUDGET:?BUDGET (a --memory-budget that streams the experts) is required}
+n=${N:-48}
+prompt=${PROMPT:-"The history of the river begins in the mountains, where the snow melts every spring and"}
+read -ra draft_flags <<<"${DRAFT_FLAGS:---lookup}"
+read -ra extra_flags <<<"${EXTRA:-}"
+flags_plain=()
+flags_prefetch=("${draft_flags[@]}" "${extra_flags[@]}")
+flags_noprefetch=("${draft_flags[@]}" "${extra_flags[@]}" --no-draft-prefetch)
+variants=(plain prefetch noprefetch)
+
+declare -A tokens ms drafted accepted misses bytes generated mismatches used wasted
+for v in "${variants[@]}"; do
+    tokens[$v]=0; ms[$v]=0; drafted[$v]=0; accepted[$v]=0; misses[$v]=0; bytes[$v]=0; generated[$v]=0
+    mismatches[$v]=0; used[$v]=0; wasted[$v]=0
+done
+ref=""
+
+for ((r = 0; r < rounds; r++)); do
+    order=("${variants[@]:r%3}" "${variants[@]:0:r%3}")
+    for v in "${order[@]}"; do
+        local_flags="flags_$v[@]"
+        out=$("$sluice" run -m "$model" -p "$prompt" -n "$n" --temp 0 --ignore-eos --threads "$threads" --json \
+            --memory-budget "$budget" --disk-bandwidth 1 --ctx "${CTX:-512}" "${!local_flags}" 2>/dev/null)
+        toks=$(jq -c .tokens <<<"$out")
+        if [[ $v == plain && -z "$ref" ]]; then ref=$toks; fi
+        if [[ -n "$ref" && "$toks" != "$ref" ]]; then mismatches[$v]=$((mismatches[$v] + 1)); fi
+        read -r t d dr ac mi by g pu pw < <(jq -r '[(.timings.per_token_ms | length) - 1, .timings.decode_ms,
+            (.speculative.drafted_tokens // 0), (.speculative.accepted_tokens // 0), (.experts.misses // 0),
+            (.experts.bytes_read // 0), (.tokens | length), (.experts.prefetch_used // 0),
+            (.experts.prefetch_wasted // 0)] | @tsv' <<<"$out")
+        tokens[$v]=$((tokens[$v] + t)); ms[$v]=$(jq -n "${ms[$v]} + $d")
+        drafted[$v]=$((drafted[$v] + dr)); accepted[$v]=$((accepted[$v] + ac))
+        misses[$v]=$((misses[$v] + mi)); bytes[$v]=$((bytes[$v] + by)); generated[$v]=$((generated[$v] + g))
+        used[$v]=$((used[$v] + pu)); wasted[$v]=$((wasted[$v] + pw))
+        echo "round $r $v: $t tokens in $d ms, drafted $dr accepted $ac, $by bytes read" >&2
+    done
+done
+
+echo "model $(basename "$model"), budget $budget, $rounds rounds x $n tokens, $threads threads," \
+    "drafts: ${draft_flags[*]} ${extra_flags[*]}"
+printf '%-11s %7s %9s %7s %8s %8s %10s %13s %10s %13s %9s %9s\n' variant tokens tok/s speedup drafted accepted \
+    mismatches expert_reads/t MB_read/t MB/accepted pf_used pf_wasted
+base=$(jq -n "${tokens[plain]} * 1000 / ${ms[plain]}")
+for v in "${variants[@]}"; do
+    rate=$(jq -n "${tokens[$v]} * 1000 / ${ms[$v]}")
+    per_acc=$([[ ${accepted[$v]} -gt 0 ]] && jq -n "${bytes[$v]} / ${accepted[$v]} / 1e6" || echo 0)
+    printf '%-11s %7d %9.2f %6.2fx %8d %8d %10d %13.1f %10.2f %13.2f %9d %9d\n' "$v" "${tokens[$v]}" "$rate" \
+        "$(jq -n "$rate / $base")" "${drafted[$v]}" "${accepted[$v]}" "${mismatches[$v]}" \
+        "$(jq -n "${misses[$v]} / ${generated[$v]}")" "$(jq -n "${bytes[$v]} / ${generated[$v]} / 1e6")" \
+        "$per_acc" "${used[$v]}" "${wasted[$v]}"
+done
