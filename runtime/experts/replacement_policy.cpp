@@ -226,7 +226,7 @@ public:
         last_[i] = ++clock_;
     }
     void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t expert, bool prefetched) override {
-        held_[slot] = {layer, expert, prefetched};
+        held_[slot] = {layer, expert, prefetched, clock_};
         list_.push_back(slot);
     }
     void on_pinned(std::uint32_t slot) override { list_.remove(slot); }
@@ -235,8 +235,9 @@ public:
         std::uint64_t victim_key = std::numeric_limits<std::uint64_t>::max();
         for (auto s = list_.head(); s != none; s = list_.next(static_cast<std::uint32_t>(s))) {
             const auto& h = held_[static_cast<std::size_t>(s)];
-            // A prefetched expert not chosen yet is kept until it had its chance, as in lfu.
-            const auto key = h.prefetched ? std::numeric_limits<std::uint64_t>::max() - 1 : before_[index(h.layer, h.expert)];
+            // A prefetched expert not chosen yet counts its read as its second-to-last choice: kept over experts
+            // not chosen twice since, and evicted once enough have been (an unused prediction does not stay).
+            const auto key = h.prefetched ? h.read_at : before_[index(h.layer, h.expert)];
             if (key < victim_key) {
                 victim = s;
                 victim_key = key;
@@ -257,8 +258,14 @@ private:
         return std::size_t{layer} * max_experts_ + static_cast<std::size_t>(expert);
     }
 
+    struct held_expert {
+        std::uint32_t layer = 0;
+        std::int32_t expert = 0;
+        bool prefetched = false;
+        std::uint64_t read_at = 0; ///< the clock when it became evictable
+    };
     recency_list list_;
-    std::vector<holding> held_;
+    std::vector<held_expert> held_;
     std::uint32_t max_experts_;
     std::vector<std::uint64_t> last_, before_; ///< clock of the last and second-to-last choice, 0: none
     std::uint64_t clock_ = 0;
