@@ -25,7 +25,7 @@ struct inspect_options {
     bool header_only = false;  ///< read the GGUF header alone (a partial download): never the tensor data
     std::string routing;       ///< --plan: a routing recording replayed through the planned cache
     std::string draft;         ///< --plan: a draft model planned first inside the budget (speculative decoding)
-    std::string policy = "lru"; ///< --routing: the cache's replacement policy (experts::parse_policy_spec)
+    std::string policy = "lru-2"; ///< --routing: the cache's replacement policy (experts::parse_policy_spec)
     std::uint32_t prefetch_width = 0; ///< --routing: the first this many of each recorded prediction read ahead
     double compute_tokens_per_s = 0; ///< --plan: decode tokens/s with the experts in memory; 0: unknown
 };

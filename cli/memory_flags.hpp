@@ -17,7 +17,7 @@ struct memory_flags {
     std::string budget;       ///< --memory-budget SIZE; empty: the default budget
     double disk_gbps = 0;     ///< --disk-bandwidth GB/s; 0: not given
     bool no_prefetch = false; ///< --no-prefetch
-    std::string cache_policy = "lru"; ///< --cache-policy NAME[:PERCENT]
+    std::string cache_policy = "lru-2"; ///< --cache-policy NAME[:PERCENT]
 };
 
 /// The flags checked: budget in bytes (0: default), bandwidth in bytes/s (0: not given).
@@ -25,7 +25,7 @@ struct memory_settings {
     std::uint64_t budget = 0;
     double disk_bandwidth = 0;
     bool prefetch = true;
-    sluice::expert_cache_policy cache_policy = sluice::expert_cache_policy::lru;
+    sluice::expert_cache_policy cache_policy = sluice::expert_cache_policy::lru2;
     std::uint32_t cache_pin_percent = 50;
 
     /// Sets the matching fields of the library's load options.

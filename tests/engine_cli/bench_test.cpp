@@ -29,7 +29,7 @@ TEST(sluice_bench, json_reports_positive_throughput_for_every_test) {
     EXPECT_EQ(m.at("arch").as_string(), "qwen3moe");
     EXPECT_GT(m.at("weight_bytes").to_number<double>(), 0.0);
     EXPECT_EQ(m.at("threads").to_number<int>(), 2);
-    EXPECT_EQ(m.at("cache_policy").as_string(), "lru");
+    EXPECT_EQ(m.at("cache_policy").as_string(), "lru-2");
     const auto& results = o.at("results").as_array();
     ASSERT_EQ(results.size(), 3u);
     const char* names[] = {"pp8", "pp32", "tg8"};
