@@ -224,11 +224,11 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
     }
     std::printf("weights  %.2f MiB resident\n", static_cast<double>(m.resident_bytes()) / 1048576.0);
     if (const auto& plan = m.plan(); plan.streams()) {
-        std::printf("memory   experts streamed: %llu cache slots of %.2f MiB (%.2f MiB), policy %s\n",
-                    static_cast<unsigned long long>(plan.cache_slots),
-                    static_cast<double>(plan.slot_bytes) / 1048576.0, static_cast<double>(plan.cache_bytes) / 1048576.0,
-                    experts::to_string(experts::policy_spec{m.options().cache_policy, m.options().cache_pin_percent})
-                        .c_str());
+        std::printf(
+            "memory   experts streamed: %llu cache slots of %.2f MiB (%.2f MiB), policy %s\n",
+            static_cast<unsigned long long>(plan.cache_slots), static_cast<double>(plan.slot_bytes) / 1048576.0,
+            static_cast<double>(plan.cache_bytes) / 1048576.0,
+            experts::to_string(experts::policy_spec{m.options().cache_policy, m.options().cache_pin_percent}).c_str());
     }
     if (!routing.empty()) {
         std::printf("routing  replayed from %s\n", routing.c_str());

@@ -315,8 +315,8 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
         return trace.error();
     }
     const experts::routing_geometry model{hp.n_layer, hp.n_expert, hp.n_expert_used};
-    auto e = estimate_routing(plan, layout, *trace, model, *policy,
-                             {!opts.memory.no_prefetch, opts.prefetch_width}, opts.routing);
+    auto e = estimate_routing(plan, layout, *trace, model, *policy, {!opts.memory.no_prefetch, opts.prefetch_width},
+                              opts.routing);
     if (!e) {
         return e.error();
     }

@@ -19,8 +19,8 @@ void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
         cmd.add_flag("--no-prefetch", flags.no_prefetch,
                      "When streaming experts, read only the experts chosen, not the next layer's ahead");
         cmd.add_option("--cache-policy", flags.cache_policy,
-                       "When streaming experts, which one the cache evicts: " + std::string(experts::cache_policy_names) +
-                           " (docs/STREAMING.md, \"Replacement\")")
+                       "When streaming experts, which one the cache evicts: " +
+                           std::string(experts::cache_policy_names) + " (docs/STREAMING.md, \"Replacement\")")
             ->capture_default_str();
     }
 }

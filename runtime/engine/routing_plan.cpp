@@ -130,9 +130,9 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     e.read_bytes_per_token = static_cast<std::uint64_t>(
         std::llround(reads * static_cast<double>(layout.read_bytes) / static_cast<double>(e.measured_tokens)));
     const auto per_token = [&](std::uint64_t experts) {
-        return static_cast<std::uint64_t>(std::llround(static_cast<double>(experts) *
-                                                       static_cast<double>(layout.read_bytes) /
-                                                       static_cast<double>(e.measured_tokens)));
+        return static_cast<std::uint64_t>(
+            std::llround(static_cast<double>(experts) * static_cast<double>(layout.read_bytes) /
+                         static_cast<double>(e.measured_tokens)));
     };
     e.miss_bytes_per_token = per_token(e.misses);
     e.wasted_bytes_per_token = per_token(e.prefetch_wasted);
@@ -166,10 +166,10 @@ boost::json::object to_json(const routing_estimate& e) {
         {"prefetch_used", e.prefetch_used},
         {"prefetch_wasted", e.prefetch_wasted},
         {"uniform_hit_rate", e.uniform_hit_rate},
-        {"prefetch_accuracy", e.prefetch_used + e.prefetch_wasted
-                                  ? static_cast<double>(e.prefetch_used) /
-                                        static_cast<double>(e.prefetch_used + e.prefetch_wasted)
-                                  : 0.0},
+        {"prefetch_accuracy",
+         e.prefetch_used + e.prefetch_wasted
+             ? static_cast<double>(e.prefetch_used) / static_cast<double>(e.prefetch_used + e.prefetch_wasted)
+             : 0.0},
         {"read_bytes_per_token", e.read_bytes_per_token},
         {"miss_bytes_per_token", e.miss_bytes_per_token},
         {"wasted_prefetch_bytes_per_token", e.wasted_bytes_per_token},

@@ -315,7 +315,7 @@ public:
     }
 
 private:
-    recency_list lists_;                ///< one list per layer
+    recency_list lists_;                 ///< one list per layer
     std::vector<std::int32_t> layer_of_; ///< the layer a slot's expert belongs to, none: counted nowhere
     std::vector<std::int64_t> held_, quota_;
 };
@@ -327,7 +327,8 @@ class pin_hot_policy final : public replacement_policy {
 public:
     pin_hot_policy(std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts, std::uint32_t pin_percent)
         : list_(slots), held_(slots), counts_(layers, max_experts), hot_(std::size_t{layers} * max_experts, 0),
-          pinned_(std::max<std::uint64_t>(1, std::uint64_t{slots} * pin_percent / 100)), refresh_(std::max(1u, slots)) {}
+          pinned_(std::max<std::uint64_t>(1, std::uint64_t{slots} * pin_percent / 100)), refresh_(std::max(1u, slots)) {
+    }
 
     void on_access(std::uint32_t layer, std::int32_t expert) override {
         counts_.add(layer, expert);
@@ -368,8 +369,9 @@ private:
             }
         }
         const auto keep = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(pinned_, order_.size()));
-        std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(),
-                          [&](std::uint32_t a, std::uint32_t b) { return all[a] > all[b] || (all[a] == all[b] && a < b); });
+        std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return all[a] > all[b] || (all[a] == all[b] && a < b);
+        });
         std::fill(hot_.begin(), hot_.end(), 0);
         for (std::ptrdiff_t i = 0; i < keep; ++i) {
             hot_[order_[static_cast<std::size_t>(i)]] = 1;

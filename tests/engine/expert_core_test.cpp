@@ -147,8 +147,10 @@ TEST(replacement_policy, pin_hot_still_evicts_a_hot_expert_when_nothing_else_is_
 }
 
 TEST(replacement_policy, every_policy_counts_every_access_and_never_evicts_a_trace_that_fits) {
-    const experts::policy_spec specs[] = {{cache_policy::lru},  {cache_policy::lfu},
-                                          {cache_policy::lru2}, {cache_policy::layer_quota},
+    const experts::policy_spec specs[] = {{cache_policy::lru},
+                                          {cache_policy::lfu},
+                                          {cache_policy::lru2},
+                                          {cache_policy::layer_quota},
                                           {cache_policy::pin_hot, 25}};
     // 3 layers x 16 experts, pseudo-random choices and predictions.
     std::vector<expert_access> t;
@@ -157,7 +159,8 @@ TEST(replacement_policy, every_policy_counts_every_access_and_never_evicts_a_tra
         x = x * 1103515245u + 12345u;
         t.push_back({(x >> 8) % 3, static_cast<std::int32_t>((x >> 16) % 16), (x >> 4) % 4 == 0});
     }
-    const auto chosen = static_cast<std::uint64_t>(std::count_if(t.begin(), t.end(), [](const auto& a) { return !a.prefetch; }));
+    const auto chosen =
+        static_cast<std::uint64_t>(std::count_if(t.begin(), t.end(), [](const auto& a) { return !a.prefetch; }));
     for (const auto& spec : specs) {
         SCOPED_TRACE(experts::to_string(spec));
         auto p = experts::make_policy(spec, 10, 3, 16);
@@ -174,8 +177,8 @@ TEST(replacement_policy, every_policy_counts_every_access_and_never_evicts_a_tra
 }
 
 TEST(replacement_policy, names_and_parameters_round_trip_and_bad_ones_are_refused) {
-    for (const auto p : {cache_policy::lru, cache_policy::lfu, cache_policy::lru2, cache_policy::layer_quota,
-                         cache_policy::pin_hot}) {
+    for (const auto p :
+         {cache_policy::lru, cache_policy::lfu, cache_policy::lru2, cache_policy::layer_quota, cache_policy::pin_hot}) {
         EXPECT_EQ(*experts::parse_cache_policy(experts::to_string(p)), p);
     }
     EXPECT_EQ(*experts::parse_policy_spec("pin-hot:25"), (experts::policy_spec{cache_policy::pin_hot, 25}));

@@ -195,8 +195,8 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
         }
     }
     // The other policies evict other experts, with the same output.
-    for (const auto policy : {experts::cache_policy::lfu, experts::cache_policy::lru2, experts::cache_policy::layer_quota,
-                              experts::cache_policy::pin_hot}) {
+    for (const auto policy : {experts::cache_policy::lfu, experts::cache_policy::lru2,
+                              experts::cache_policy::layer_quota, experts::cache_policy::pin_hot}) {
         SCOPED_TRACE(experts::to_string(policy));
         const auto other = load_streaming(path, std::uint64_t{2} * hp.n_expert_used + 1, 16, true, policy);
         EXPECT_EQ(*evaluate(other, tokens, false), *expected_batched);

@@ -122,8 +122,8 @@ TEST(sluice_inspect_plan_routing, a_bigger_lru_cache_never_hits_less) {
     double last = -1;
     for (const std::uint64_t slots : {4, 6, 10, 14}) {
         SCOPED_TRACE(slots);
-        const auto o = plan_json("--memory-budget " + budget_with_slots(slots) + " --policy lru --no-prefetch --routing " +
-                                 shell_quote(tiny_recording()));
+        const auto o = plan_json("--memory-budget " + budget_with_slots(slots) +
+                                 " --policy lru --no-prefetch --routing " + shell_quote(tiny_recording()));
         ASSERT_TRUE(o.contains("routing"));
         const double hit = num(o.at("routing").as_object(), "demand_hit_rate");
         EXPECT_GE(hit, last);
@@ -150,7 +150,8 @@ TEST(sluice_inspect_plan_routing, lfu_is_a_choice_and_a_bad_policy_is_refused) {
 TEST(sluice_inspect_plan_routing, every_policy_and_a_narrower_prefetch_are_choices) {
     const auto budget = budget_with_slots(6);
     const auto rec = shell_quote(tiny_recording());
-    const auto lru = plan_json("--memory-budget " + budget + " --policy lru --routing " + rec).at("routing").as_object();
+    const auto lru =
+        plan_json("--memory-budget " + budget + " --policy lru --routing " + rec).at("routing").as_object();
     for (const std::string policy : {"lru-2", "layer-quota", "pin-hot:25"}) {
         const auto o = plan_json("--memory-budget " + budget + " --policy " + policy + " --routing " + rec);
         const auto& r = o.at("routing").as_object();
@@ -158,10 +159,9 @@ TEST(sluice_inspect_plan_routing, every_policy_and_a_narrower_prefetch_are_choic
         // The same choices replayed: only how many of them hit differs.
         EXPECT_EQ(u64(r, "hits") + u64(r, "misses"), u64(lru, "hits") + u64(lru, "misses")) << policy;
     }
-    const auto narrow =
-        plan_json("--memory-budget " + budget + " --policy lru --prefetch-width 1 --routing " + rec)
-            .at("routing")
-            .as_object();
+    const auto narrow = plan_json("--memory-budget " + budget + " --policy lru --prefetch-width 1 --routing " + rec)
+                            .at("routing")
+                            .as_object();
     EXPECT_EQ(u64(narrow, "prefetch_width"), 1u);
     EXPECT_LT(u64(narrow, "prefetch_reads"), u64(lru, "prefetch_reads")); // one of top-k predicted experts per layer
     EXPECT_EQ(u64(lru, "miss_bytes_per_token") > 0, u64(lru, "misses") > 0);
