@@ -2,7 +2,7 @@
 // during the timed tokens (bytes read, read throughput while reads ran and over the wall clock, hit rate,
 // prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON
 // object on stdout; bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file. Usage: stream_bench
-// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru] [--routing FILE]
+// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru-2] [--routing FILE]
 // (policy: lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]; docs/STREAMING.md, "Replacement").
 // --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
 // compute is the same, the experts read follow the recording (docs/ROUTING.md).
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     const auto routing = take_routing_flag(argc, argv);
     if (argc < 3) {
         std::fprintf(stderr, "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] "
-                             "[policy=lru] [--routing FILE]\n");
+                             "[policy=lru-2] [--routing FILE]\n");
         return 2;
     }
     const std::string path = argv[1];
@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
     opts.n_ctx = 512;
     opts.n_threads = *threads;
     opts.prefetch = *prefetch != 0;
+    opts.cache_policy = experts::cache_policy::lru2; // the command line's default, as run, bench and serve
     if (argc > 7) {
         auto policy = experts::parse_policy_spec(argv[7]);
         if (!policy) {

@@ -62,9 +62,7 @@ struct model_options {
     std::uint32_t n_seq = 1;   ///< sequences generating at once (caches the plan reserves)
     double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
     bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
-    /// Streaming: which expert to evict. LRU-2 by default: on learned routing it read the fewest bytes per token
-    /// (docs/PERFORMANCE.md, "Replacement policies on learned routing").
-    expert_cache_policy cache_policy = expert_cache_policy::lru2;
+    expert_cache_policy cache_policy = expert_cache_policy::lru; ///< streaming: which expert to evict
     std::uint32_t cache_pin_percent = 50; ///< streaming, pin_hot: share of the slots kept for the hottest experts
     /// What rendering the chat template may use per request (a model file is untrusted input).
     sluice::template_limits template_limits;
