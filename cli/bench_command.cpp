@@ -8,6 +8,7 @@
 
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/experts/replacement_policy.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -189,7 +190,9 @@ json::object model_json(const model& m, const std::string& routing) {
                         {"n_expert_used", hp.n_expert_used},
                         {"weight_bytes", m.resident_bytes()},
                         {"threads", m.options().n_threads},
-                        {"routing", routing.empty() ? "router" : routing}};
+                        {"routing", routing.empty() ? "router" : routing},
+                        {"cache_policy", experts::to_string(experts::policy_spec{m.options().cache_policy,
+                                                                                 m.options().cache_pin_percent})}};
 }
 
 json::object results_json(const model& m, const std::vector<bench_result>& results, std::uint32_t reps,
@@ -221,9 +224,11 @@ void print_table(const model& m, const std::vector<bench_result>& results, std::
     }
     std::printf("weights  %.2f MiB resident\n", static_cast<double>(m.resident_bytes()) / 1048576.0);
     if (const auto& plan = m.plan(); plan.streams()) {
-        std::printf("memory   experts streamed: %llu cache slots of %.2f MiB (%.2f MiB)\n",
-                    static_cast<unsigned long long>(plan.cache_slots),
-                    static_cast<double>(plan.slot_bytes) / 1048576.0, static_cast<double>(plan.cache_bytes) / 1048576.0);
+        std::printf(
+            "memory   experts streamed: %llu cache slots of %.2f MiB (%.2f MiB), policy %s\n",
+            static_cast<unsigned long long>(plan.cache_slots), static_cast<double>(plan.slot_bytes) / 1048576.0,
+            static_cast<double>(plan.cache_bytes) / 1048576.0,
+            experts::to_string(experts::policy_spec{m.options().cache_policy, m.options().cache_pin_percent}).c_str());
     }
     if (!routing.empty()) {
         std::printf("routing  replayed from %s\n", routing.c_str());

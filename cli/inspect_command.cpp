@@ -306,7 +306,7 @@ plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hpa
 /// `inspect --plan --routing REC`: the recording replayed through the planned cache, as JSON.
 result<json::object> routing_json(const inspect_options& opts, const memory_plan& plan,
                                   const experts::expert_layout& layout, const models::model_hparams& hp) {
-    auto policy = experts::parse_cache_policy(opts.policy);
+    auto policy = experts::parse_policy_spec(opts.policy);
     if (!policy) {
         return policy.error();
     }
@@ -315,7 +315,8 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
         return trace.error();
     }
     const experts::routing_geometry model{hp.n_layer, hp.n_expert, hp.n_expert_used};
-    auto e = estimate_routing(plan, layout, *trace, model, *policy, !opts.memory.no_prefetch, opts.routing);
+    auto e = estimate_routing(plan, layout, *trace, model, *policy, {!opts.memory.no_prefetch, opts.prefetch_width},
+                              opts.routing);
     if (!e) {
         return e.error();
     }
@@ -557,9 +558,19 @@ void add_inspect_command(CLI::App& app) {
                   "--plan: drafting with the file's multi-token prediction block (run/serve --mtp): its experts, "
                   "per-sequence cache, hidden states and buffers planned first, shown as mtp_bytes")
         ->needs(plan);
-    cmd->add_option("--policy", opts->policy, "--routing: the cache's replacement policy (lru or lfu)")
+    cmd->add_option("--policy", opts->policy,
+                    "--routing: the cache's replacement policy (" + std::string(experts::cache_policy_names) + ")")
         ->capture_default_str()
-        ->check(CLI::IsMember({"lru", "lfu"}))
+        ->check(
+            [](const std::string& text) {
+                auto spec = experts::parse_policy_spec(text);
+                return spec ? std::string() : spec.error().message;
+            },
+            "POLICY")
+        ->needs(routing);
+    cmd->add_option("--prefetch-width", opts->prefetch_width,
+                    "--routing: read ahead only the first N experts of each token's recorded next-layer prediction "
+                    "(in the router's order; 0: all top-k)")
         ->needs(routing);
     cmd->add_option("--compute-tokens-per-s", opts->compute_tokens_per_s,
                     "--plan: the model's decode tokens/s with its experts in memory (sluice bench with a budget that "

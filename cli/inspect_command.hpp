@@ -26,7 +26,8 @@ struct inspect_options {
     std::string routing;       ///< --plan: a routing recording replayed through the planned cache
     std::string draft;         ///< --plan: a draft model planned first inside the budget (speculative decoding)
     bool mtp = false;          ///< --plan: the MTP block planned first inside the budget (run/serve --mtp)
-    std::string policy = "lru"; ///< --routing: the cache's replacement policy, "lru" or "lfu"
+    std::string policy = "lru-2"; ///< --routing: the cache's replacement policy (experts::parse_policy_spec)
+    std::uint32_t prefetch_width = 0; ///< --routing: the first this many of each recorded prediction read ahead
     double compute_tokens_per_s = 0; ///< --plan: decode tokens/s with the experts in memory; 0: unknown
 };
 

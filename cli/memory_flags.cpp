@@ -3,6 +3,7 @@
 
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
+#include "runtime/experts/replacement_policy.hpp"
 
 #include <cmath>
 
@@ -17,6 +18,10 @@ void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
     if (with_prefetch) {
         cmd.add_flag("--no-prefetch", flags.no_prefetch,
                      "When streaming experts, read only the experts chosen, not the next layer's ahead");
+        cmd.add_option("--cache-policy", flags.cache_policy,
+                       "When streaming experts, which one the cache evicts: " +
+                           std::string(experts::cache_policy_names) + " (docs/STREAMING.md, \"Replacement\")")
+            ->capture_default_str();
     }
 }
 
@@ -36,6 +41,8 @@ void memory_settings::apply_to(model_options& options) const noexcept {
     options.memory_budget = budget;
     options.disk_bandwidth = disk_bandwidth;
     options.prefetch = prefetch;
+    options.cache_policy = cache_policy;
+    options.cache_pin_percent = cache_pin_percent;
 }
 
 result<memory_settings> check_memory_flags(const memory_flags& flags) {
@@ -55,6 +62,12 @@ result<memory_settings> check_memory_flags(const memory_flags& flags) {
     }
     s.disk_bandwidth = flags.disk_gbps * 1e9;
     s.prefetch = !flags.no_prefetch;
+    auto policy = experts::parse_policy_spec(flags.cache_policy);
+    if (!policy) {
+        return policy.error().with_context("--cache-policy");
+    }
+    s.cache_policy = policy->policy;
+    s.cache_pin_percent = policy->pin_percent;
     return s;
 }
 

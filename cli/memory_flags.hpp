@@ -1,17 +1,14 @@
-// The memory flags `run`, `bench`, `serve` and `inspect --plan` share: --memory-budget, --disk-bandwidth and
-// --no-prefetch, registered on a subcommand and checked into bytes and bytes/s.
+// The memory flags `run`, `bench`, `serve` and `inspect --plan` share: --memory-budget, --disk-bandwidth,
+// --no-prefetch and --cache-policy, registered on a subcommand and checked into bytes, bytes/s and a policy.
 #pragma once
 
 #include "sluice/error.hpp"
+#include "sluice/model_options.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
-
-namespace sluice {
-struct model_options;
-} // namespace sluice
 
 namespace sluice::cli {
 
@@ -20,6 +17,7 @@ struct memory_flags {
     std::string budget;       ///< --memory-budget SIZE; empty: the default budget
     double disk_gbps = 0;     ///< --disk-bandwidth GB/s; 0: not given
     bool no_prefetch = false; ///< --no-prefetch
+    std::string cache_policy = "lru-2"; ///< --cache-policy NAME[:PERCENT]
 };
 
 /// The flags checked: budget in bytes (0: default), bandwidth in bytes/s (0: not given).
@@ -27,12 +25,15 @@ struct memory_settings {
     std::uint64_t budget = 0;
     double disk_bandwidth = 0;
     bool prefetch = true;
+    sluice::expert_cache_policy cache_policy = sluice::expert_cache_policy::lru2;
+    std::uint32_t cache_pin_percent = 50;
 
     /// Sets the matching fields of the library's load options.
     void apply_to(model_options& options) const noexcept;
 };
 
-/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch when `with_prefetch`.
+/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch and --cache-policy when
+/// `with_prefetch`.
 void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch = true);
 
 /// --record-routing FILE (run, serve): every token's routing written to FILE (docs/ROUTING.md).

@@ -94,6 +94,8 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.memory_budget = st.options.memory_budget;
     opts.disk_bandwidth = st.options.disk_bandwidth;
     opts.prefetch = st.options.prefetch;
+    opts.cache_policy = st.options.cache_policy;
+    opts.cache_pin_percent = st.options.cache_pin_percent;
     opts.template_limits = st.options.template_limits;
     opts.special_tokens_in_content = st.options.special_tokens_in_content;
     opts.draft_model = st.options.draft;

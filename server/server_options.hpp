@@ -3,6 +3,7 @@
 
 #include "runtime/chat/limits.hpp"
 #include "sluice/error.hpp"
+#include "sluice/model_options.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -30,6 +31,8 @@ struct server_options {
     std::uint64_t memory_budget = 0;           ///< bytes for the model (model_options::memory_budget); 0: default
     double disk_bandwidth = 0;                 ///< bytes/s for the memory plan's bound; 0: probe when streaming
     bool prefetch = true;                      ///< streaming: read the next layer's experts ahead
+    expert_cache_policy cache_policy = expert_cache_policy::lru2; ///< streaming: which expert to evict
+    std::uint32_t cache_pin_percent = 50;      ///< streaming, pin_hot: share of the slots pinned
     chat::template_limits template_limits;     ///< what rendering a chat template may use per request
     bool special_tokens_in_content = false;    ///< old behaviour: control-token text in messages is parsed
     std::string record_routing;                ///< --record-routing: model::set_routing (empty: none)

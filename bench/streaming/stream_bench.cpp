@@ -2,7 +2,8 @@
 // during the timed tokens (bytes read, read throughput while reads ran and over the wall clock, hit rate,
 // prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON
 // object on stdout; bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file. Usage: stream_bench
-// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru] [--routing FILE]
+// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru-2] [--routing FILE]
+// (policy: lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]; docs/STREAMING.md, "Replacement").
 // --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
 // compute is the same, the experts read follow the recording (docs/ROUTING.md).
 #include "bench/bench_main.hpp"
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
     const auto routing = take_routing_flag(argc, argv);
     if (argc < 3) {
         std::fprintf(stderr, "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] "
-                             "[policy=lru] [--routing FILE]\n");
+                             "[policy=lru-2] [--routing FILE]\n");
         return 2;
     }
     const std::string path = argv[1];
@@ -163,13 +164,15 @@ int main(int argc, char** argv) {
     opts.n_ctx = 512;
     opts.n_threads = *threads;
     opts.prefetch = *prefetch != 0;
+    opts.cache_policy = experts::cache_policy::lru2; // the command line's default, as run, bench and serve
     if (argc > 7) {
-        auto policy = experts::parse_cache_policy(argv[7]);
+        auto policy = experts::parse_policy_spec(argv[7]);
         if (!policy) {
             std::fprintf(stderr, "stream_bench: %s\n", policy.error().message.c_str());
             return 2;
         }
-        opts.cache_policy = *policy;
+        opts.cache_policy = policy->policy;
+        opts.cache_pin_percent = policy->pin_percent;
     }
 
     const auto cached_before = page_cached_bytes(path);
@@ -240,7 +243,7 @@ int main(int argc, char** argv) {
                      {"budget_bytes", *budget},
                      {"threads", m->options().n_threads},
                      {"prefetch", opts.prefetch},
-                     {"policy", opts.cache_policy == experts::cache_policy::lru ? "lru" : "lfu"},
+                     {"policy", experts::to_string(experts::policy_spec{opts.cache_policy, opts.cache_pin_percent})},
                      {"plan", to_json(plan)},
                      {"routing", routing.empty() ? json::value("router") : json::value(routing)},
                      {"routing_tokens_replayed", m->routing() ? m->routing()->replayed() : 0},

@@ -6,7 +6,9 @@
 # Usage: bench/streaming/streaming_vs_fio.sh MODEL.gguf BUDGET [BUDGET...]
 # Env: STREAM_BENCH (default build/release/bench/streaming/stream_bench), TOKENS (32), WARMUP (8),
 #      FIO_SECONDS (8), THREADS (0 = all), RESIDENT_BUDGET (a budget that holds the whole model, e.g. 20GiB:
-#      its decode speed is the compute bound; unset when the model does not fit in memory).
+#      its decode speed is the compute bound; unset when the model does not fit in memory), PREFETCH (1; 0 = off),
+#      POLICY (lru; any stream_bench policy), ROUTING (a recording replayed instead of the file's router:
+#      docs/ROUTING.md).
 # Prints one JSON line per budget from stream_bench (kept in $OUT_DIR, default .cache/bench/streaming), then a
 # Markdown table: budget, decode tok/s, disk bound tok/s (fio GB/s / bytes read per token), compute bound (the
 # resident decode, when RESIDENT_BUDGET is given), % of the lower bound, read GB/s
@@ -22,6 +24,9 @@ tokens=${TOKENS:-32}
 warmup=${WARMUP:-8}
 fio_seconds=${FIO_SECONDS:-8}
 threads=${THREADS:-0}
+prefetch=${PREFETCH:-1}
+policy=${POLICY:-lru}
+bench_args=("$prefetch" "$policy" ${ROUTING:+--routing "$ROUTING"})
 out_dir=${OUT_DIR:-$root/.cache/bench/streaming}
 mkdir -p "$out_dir"
 
@@ -47,7 +52,7 @@ best_fio() { # bs
 # The compute bound: the same decode with every expert resident (when the model fits).
 compute=0
 if [[ -n ${RESIDENT_BUDGET:-} ]]; then
-    "$bin" "$model" "$RESIDENT_BUDGET" "$tokens" "$warmup" "$threads" > "$out_dir/$(basename "$model" .gguf)-resident.json"
+    "$bin" "$model" "$RESIDENT_BUDGET" "$tokens" "$warmup" "$threads" "${bench_args[@]}" > "$out_dir/$(basename "$model" .gguf)-resident.json"
     jq -e '.plan.strategy == "resident"' "$out_dir/$(basename "$model" .gguf)-resident.json" >/dev/null ||
         { echo "RESIDENT_BUDGET $RESIDENT_BUDGET does not hold the model" >&2; exit 1; }
     compute=$(jq '.decode_tokens_per_s' "$out_dir/$(basename "$model" .gguf)-resident.json")
@@ -56,14 +61,14 @@ fi
 
 rows=()
 for budget in "$@"; do
-    tag=$(echo "$budget" | tr -c 'A-Za-z0-9.\n' '_')
+    tag=$(echo "$budget-$policy" | tr -c 'A-Za-z0-9.\n' '_')
     json=$out_dir/$(basename "$model" .gguf)-$tag.json
     # The cache reads one expert slab (page-aligned) per request: fio uses the same size.
-    "$bin" "$model" "$budget" "$tokens" "$warmup" "$threads" > "$json"
+    "$bin" "$model" "$budget" "$tokens" "$warmup" "$threads" "${bench_args[@]}" > "$json"
     cat "$json"
     bs=$(jq '.cache.mean_read_bytes | (. / 4096 | ceil) * 4096' "$json")
     f1=$(best_fio "$bs")
-    "$bin" "$model" "$budget" "$tokens" "$warmup" "$threads" > "$json.2"
+    "$bin" "$model" "$budget" "$tokens" "$warmup" "$threads" "${bench_args[@]}" > "$json.2"
     cat "$json.2"
     f2=$(best_fio "$bs")
     fio=$(awk -v a="$f1" -v b="$f2" 'BEGIN { print (b > a ? b : a) }')

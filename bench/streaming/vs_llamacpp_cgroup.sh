@@ -18,8 +18,9 @@
 # Environment: STREAM_BENCH (default build/release/bench/streaming/stream_bench), SHORT (default 4),
 # SLUICE_MARGIN_MIB (default 256: Sluice's --memory-budget is the limit minus this, for its binary, libraries and
 # the page cache of its own reads), ROUTING (a recording for Sluice to replay; llama.cpp cannot, so leave it unset
-# for a like-for-like run). Needs root, the cgroup v1 memory hierarchy, jq and python3. (The blkio hierarchy's
-# counters stayed at zero on this VM's virtio disk, so the bytes come from the process's own I/O accounting.)
+# for a like-for-like run), POLICY (Sluice's replacement policy, default lru). Needs root, the cgroup v1 memory
+# hierarchy, jq and python3. (The blkio hierarchy's counters stayed at zero on this VM's virtio disk, so the bytes
+# come from the process's own I/O accounting.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=${1:?model}
@@ -119,7 +120,7 @@ run_engine() { # engine round n
         tps=$(sed -nE 's/.*: +eval time = +([0-9.]+) ms \/ +([0-9]+) runs.*/\2 \1/p' "$out.err" |
             awk '{ if ($2 > 0) printf "%.3f", $1 * 1000 / $2; else print 0 }')
     else
-        run_in "$cg" "$out" "$stream_bench" "$model" "$sluice_budget" $((n - 1)) 1 "$threads" 1 lru \
+        run_in "$cg" "$out" "$stream_bench" "$model" "$sluice_budget" $((n - 1)) 1 "$threads" 1 "${POLICY:-lru}" \
             ${ROUTING:+--routing "$ROUTING"} || status=$?
         tps=$(jq -r '.decode_tokens_per_s' "$out.out" 2>/dev/null || echo 0)
     fi

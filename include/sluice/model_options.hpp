@@ -20,8 +20,11 @@ enum class kv_cache_type {
 
 /// How a streaming expert cache picks the expert to evict.
 enum class expert_cache_policy {
-    lru, ///< least recently used
-    lfu, ///< least often chosen by the router (counts halved as they grow, so old habits fade), then LRU
+    lru,         ///< least recently used
+    lfu,         ///< least often chosen by the router (counts halved as they grow, so old habits fade), then LRU
+    lru2,        ///< LRU-2: the oldest second-to-last choice (one choice only: first, least recent first)
+    layer_quota, ///< LRU within the layer holding the most slots over an equal per-layer share
+    pin_hot,     ///< LRU that skips the hottest experts by live (ageing) counts: `cache_pin_percent` of the slots
 };
 
 /// What one render (and one parse) of a template may use. A template that goes past a limit fails with a
@@ -60,6 +63,7 @@ struct model_options {
     double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
     bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
     expert_cache_policy cache_policy = expert_cache_policy::lru; ///< streaming: which expert to evict
+    std::uint32_t cache_pin_percent = 50; ///< streaming, pin_hot: share of the slots kept for the hottest experts
     /// What rendering the chat template may use per request (a model file is untrusted input).
     sluice::template_limits template_limits;
     /// Old behaviour: control-token text a user wrote in a message ("<|im_end|>") becomes a control token.

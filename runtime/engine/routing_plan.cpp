@@ -13,8 +13,8 @@ namespace {
 /// The accesses of every token of `trace`, each token's layers in order: a layer's chosen experts, then (with
 /// `prefetch`) the next layer's experts predicted at it, read ahead as the cache does. `token_ends[t]` is where
 /// token t's accesses end.
-void append_accesses(const experts::routing_trace& trace, bool prefetch, std::vector<experts::expert_access>& out,
-                     std::vector<std::size_t>& token_ends) {
+void append_accesses(const experts::routing_trace& trace, replay_prefetch prefetch,
+                     std::vector<experts::expert_access>& out, std::vector<std::size_t>& token_ends) {
     const auto& g = trace.geometry();
     for (std::uint64_t t = 0; t < trace.size(); ++t) {
         for (std::uint32_t l = 0; l < g.layers; ++l) {
@@ -23,10 +23,14 @@ void append_accesses(const experts::routing_trace& trace, bool prefetch, std::ve
                     out.push_back({l, static_cast<std::int32_t>(e), false});
                 }
             }
-            if (!prefetch || l + 1 == g.layers) {
+            if (!prefetch.enabled || l + 1 == g.layers) {
                 continue;
             }
-            for (const auto e : trace.predicted(t, l)) {
+            auto predicted = trace.predicted(t, l);
+            if (prefetch.width > 0 && prefetch.width < predicted.size()) {
+                predicted = predicted.first(prefetch.width);
+            }
+            for (const auto e : predicted) {
                 if (e != experts::no_expert) {
                     out.push_back({l + 1, static_cast<std::int32_t>(e), true});
                 }
@@ -59,7 +63,7 @@ std::optional<std::uint64_t> tokens_to_fill(const experts::routing_trace& trace,
 }
 
 /// Hits and misses of a cache of `slots` slots with `policy` over `accesses`.
-experts::simulation simulate_cache(experts::cache_policy policy, std::uint32_t slots,
+experts::simulation simulate_cache(const experts::policy_spec& policy, std::uint32_t slots,
                                    const experts::routing_geometry& g,
                                    std::span<const experts::expert_access> accesses) {
     auto p = experts::make_policy(policy, slots, g.layers, g.experts);
@@ -70,7 +74,8 @@ experts::simulation simulate_cache(experts::cache_policy policy, std::uint32_t s
 
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
-                                          experts::cache_policy policy, bool prefetch, const std::string& what) {
+                                          const experts::policy_spec& policy, replay_prefetch prefetch,
+                                          const std::string& what) {
     const auto& g = trace.geometry();
     if (g != model) {
         return make_error(std::errc::invalid_argument, what + ": recording of " + experts::to_string(g) +
@@ -83,7 +88,8 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     }
     routing_estimate e;
     e.policy = policy;
-    e.prefetch = prefetch;
+    e.prefetch = prefetch.enabled;
+    e.prefetch_width = prefetch.enabled ? prefetch.width : 0;
     e.tokens = trace.size();
     e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
                              ? 1.0 - static_cast<double>(plan.read_bytes_per_token) /
@@ -123,6 +129,13 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     const auto reads = static_cast<double>(e.misses + e.prefetch_reads);
     e.read_bytes_per_token = static_cast<std::uint64_t>(
         std::llround(reads * static_cast<double>(layout.read_bytes) / static_cast<double>(e.measured_tokens)));
+    const auto per_token = [&](std::uint64_t experts) {
+        return static_cast<std::uint64_t>(
+            std::llround(static_cast<double>(experts) * static_cast<double>(layout.read_bytes) /
+                         static_cast<double>(e.measured_tokens)));
+    };
+    e.miss_bytes_per_token = per_token(e.misses);
+    e.wasted_bytes_per_token = per_token(e.prefetch_wasted);
     e.tokens_per_s_bound = plan.disk_bandwidth > 0 && e.read_bytes_per_token > 0
                                ? plan.disk_bandwidth / static_cast<double>(e.read_bytes_per_token)
                                : 0.0;
@@ -139,8 +152,9 @@ double expected_tokens_per_s(double compute_tokens_per_s, std::uint64_t read_byt
 
 boost::json::object to_json(const routing_estimate& e) {
     return boost::json::object{
-        {"policy", std::string(experts::to_string(e.policy))},
+        {"policy", experts::to_string(e.policy)},
         {"prefetch", e.prefetch},
+        {"prefetch_width", e.prefetch_width},
         {"tokens", e.tokens},
         {"warmup_tokens", e.warmup_tokens},
         {"measured_tokens", e.measured_tokens},
@@ -152,7 +166,13 @@ boost::json::object to_json(const routing_estimate& e) {
         {"prefetch_used", e.prefetch_used},
         {"prefetch_wasted", e.prefetch_wasted},
         {"uniform_hit_rate", e.uniform_hit_rate},
+        {"prefetch_accuracy",
+         e.prefetch_used + e.prefetch_wasted
+             ? static_cast<double>(e.prefetch_used) / static_cast<double>(e.prefetch_used + e.prefetch_wasted)
+             : 0.0},
         {"read_bytes_per_token", e.read_bytes_per_token},
+        {"miss_bytes_per_token", e.miss_bytes_per_token},
+        {"wasted_prefetch_bytes_per_token", e.wasted_bytes_per_token},
         {"tokens_per_s_bound", e.tokens_per_s_bound},
         {"assumptions",
          "the recording's tokens one at a time, each token's layers in order, through one cache of cache_slots "

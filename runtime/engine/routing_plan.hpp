@@ -17,8 +17,9 @@ namespace sluice {
 
 /// What the planned cache does with a recording's routing.
 struct routing_estimate {
-    experts::cache_policy policy = experts::cache_policy::lru;
+    experts::policy_spec policy;
     bool prefetch = true;              ///< the recording's next-layer predictions were read ahead
+    std::uint32_t prefetch_width = 0;  ///< the first this many of each token's prediction were read (0: all top_k)
     std::uint64_t tokens = 0;          ///< token records in the recording
     std::uint64_t warmup_tokens = 0;   ///< tokens replayed before the cache was full (not counted)
     std::uint64_t measured_tokens = 0; ///< tokens the rates below count
@@ -31,7 +32,16 @@ struct routing_estimate {
     double hit_rate = 0;               ///< hits / (hits + misses); 1 when everything is resident
     double uniform_hit_rate = 0;       ///< the plan's own assumption, for comparison
     std::uint64_t read_bytes_per_token = 0; ///< (misses + prefetch reads) x one expert's read bytes, per token
+    std::uint64_t miss_bytes_per_token = 0; ///< misses x one expert's read bytes, per token
+    std::uint64_t wasted_bytes_per_token = 0; ///< prefetch_wasted x one expert's read bytes, per token
     double tokens_per_s_bound = 0;          ///< plan.disk_bandwidth / read_bytes_per_token (0: unknown or none)
+};
+
+/// How the replay reads ahead: whether, and how many of each token's recorded next-layer prediction (the first
+/// `width` in the router's order; 0: all top_k).
+struct replay_prefetch {
+    bool enabled = true;
+    std::uint32_t width = 0;
 };
 
 /// Replays `trace` through the cache `plan` sizes (`layout` gives one expert's read bytes) with `policy`: every
@@ -43,7 +53,8 @@ struct routing_estimate {
 /// "tiny") does not fit this model's 4 layers x 16 experts, top-4"), an empty recording. `what` names the file.
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
-                                          experts::cache_policy policy, bool prefetch, const std::string& what);
+                                          const experts::policy_spec& policy, replay_prefetch prefetch,
+                                          const std::string& what);
 
 /// Decode tokens/s of one sequence when each token computes for 1 / `compute_tokens_per_s` seconds (the model's
 /// decode speed with its experts in memory) and then waits for `read_bytes_per_token` at `disk_bandwidth` bytes/s,

@@ -24,7 +24,7 @@ namespace sluice::experts {
 struct expert_cache_options {
     std::uint64_t slots = 0; ///< experts held at once (at least 1; see memory_plan)
     bool prefetch = true;    ///< read the predicted experts of the next layer ahead
-    cache_policy policy = cache_policy::lru;
+    policy_spec policy; ///< which expert to evict (and pin_hot's share)
     io::reader_options io; ///< the reader it makes on the executor it is attached to
 };
 

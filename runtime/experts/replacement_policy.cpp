@@ -1,56 +1,159 @@
-// LRU and ageing LFU over an intrusive recency list of slots, and the trace simulator.
+// The replacement policies (LRU, ageing LFU, LRU-2, per-layer quotas, LRU with the hottest experts pinned) over
+// intrusive recency lists of slots, their names, and the trace simulator.
 #include "runtime/experts/replacement_policy.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <limits>
 #include <string>
 
 namespace sluice::experts {
 
+namespace {
+
+struct policy_name {
+    std::string_view name;
+    cache_policy policy;
+};
+constexpr policy_name policy_names[] = {{"lru", cache_policy::lru},
+                                        {"lfu", cache_policy::lfu},
+                                        {"lru-2", cache_policy::lru2},
+                                        {"layer-quota", cache_policy::layer_quota},
+                                        {"pin-hot", cache_policy::pin_hot}};
+
+} // namespace
+
 result<cache_policy> parse_cache_policy(std::string_view name) {
-    if (name == "lru") {
-        return cache_policy::lru;
+    for (const auto& n : policy_names) {
+        if (n.name == name) {
+            return n.policy;
+        }
     }
-    if (name == "lfu") {
-        return cache_policy::lfu;
-    }
-    return make_error(std::errc::invalid_argument,
-                      "unknown cache policy \"" + std::string(name) + "\" (expected lru or lfu)");
+    std::string message = "unknown cache policy \"";
+    message.append(name);
+    message.append("\" (expected ");
+    message.append(cache_policy_names);
+    message.push_back(')');
+    return make_error(std::errc::invalid_argument, message);
 }
 
-std::string_view to_string(cache_policy p) noexcept { return p == cache_policy::lfu ? "lfu" : "lru"; }
+result<policy_spec> parse_policy_spec(std::string_view text) {
+    const auto colon = text.find(':');
+    auto policy = parse_cache_policy(text.substr(0, colon));
+    if (!policy) {
+        return policy.error();
+    }
+    policy_spec spec{*policy};
+    if (colon == std::string_view::npos) {
+        return spec;
+    }
+    const auto arg = text.substr(colon + 1);
+    std::uint32_t percent = 0;
+    const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), percent);
+    std::string message = "cache policy \"";
+    message.append(text);
+    if (*policy != cache_policy::pin_hot) {
+        message.append("\": only pin-hot takes a parameter (pin-hot:PERCENT)");
+        return make_error(std::errc::invalid_argument, message);
+    }
+    if (ec != std::errc() || end != arg.data() + arg.size() || percent < 1 || percent > 99) {
+        message.append("\": the share of pinned slots must be a percentage, 1 to 99");
+        return make_error(std::errc::invalid_argument, message);
+    }
+    spec.pin_percent = percent;
+    return spec;
+}
+
+std::string_view to_string(cache_policy p) noexcept {
+    for (const auto& n : policy_names) {
+        if (n.policy == p) {
+            return n.name;
+        }
+    }
+    return "lru";
+}
+
+std::string to_string(const policy_spec& s) {
+    std::string out(to_string(s.policy));
+    if (s.policy == cache_policy::pin_hot) {
+        out.push_back(':');
+        out.append(std::to_string(s.pin_percent));
+    }
+    return out;
+}
 
 namespace {
 
 constexpr std::int32_t none = -1;
 
-/// The evictable slots, least recently released first.
+/// Doubly linked lists of evictable slots, least recently released first: `lists` lists over one set of links
+/// (a slot is in at most one of them).
 class recency_list {
 public:
-    explicit recency_list(std::uint32_t slots) : prev_(slots, none), next_(slots, none), linked_(slots, false) {}
+    explicit recency_list(std::uint32_t slots, std::uint32_t lists = 1)
+        : prev_(slots, none), next_(slots, none), list_of_(slots, none), head_(lists, none), tail_(lists, none) {}
 
-    void push_back(std::uint32_t s) noexcept {
-        prev_[s] = tail_;
+    void push_back(std::uint32_t s, std::uint32_t list = 0) noexcept {
+        auto& tail = tail_[list];
+        prev_[s] = tail;
         next_[s] = none;
-        (tail_ == none ? head_ : next_[static_cast<std::size_t>(tail_)]) = static_cast<std::int32_t>(s);
-        tail_ = static_cast<std::int32_t>(s);
-        linked_[s] = true;
+        (tail == none ? head_[list] : next_[static_cast<std::size_t>(tail)]) = static_cast<std::int32_t>(s);
+        tail = static_cast<std::int32_t>(s);
+        list_of_[s] = static_cast<std::int32_t>(list);
     }
     void remove(std::uint32_t s) noexcept {
-        if (!linked_[s]) {
+        if (list_of_[s] == none) {
             return;
         }
-        (prev_[s] == none ? head_ : next_[static_cast<std::size_t>(prev_[s])]) = next_[s];
-        (next_[s] == none ? tail_ : prev_[static_cast<std::size_t>(next_[s])]) = prev_[s];
+        const auto list = static_cast<std::size_t>(list_of_[s]);
+        (prev_[s] == none ? head_[list] : next_[static_cast<std::size_t>(prev_[s])]) = next_[s];
+        (next_[s] == none ? tail_[list] : prev_[static_cast<std::size_t>(next_[s])]) = prev_[s];
         prev_[s] = next_[s] = none;
-        linked_[s] = false;
+        list_of_[s] = none;
     }
-    [[nodiscard]] std::int32_t head() const noexcept { return head_; }
+    [[nodiscard]] std::int32_t head(std::uint32_t list = 0) const noexcept { return head_[list]; }
     [[nodiscard]] std::int32_t next(std::uint32_t s) const noexcept { return next_[s]; }
 
 private:
-    std::vector<std::int32_t> prev_, next_;
-    std::vector<bool> linked_;
-    std::int32_t head_ = none, tail_ = none;
+    std::vector<std::int32_t> prev_, next_, list_of_;
+    std::vector<std::int32_t> head_, tail_;
+};
+
+/// Router choices per (layer, expert), every count halved after 8 x (layers x experts) choices, so that old
+/// habits fade.
+class aged_counts {
+public:
+    aged_counts(std::uint32_t layers, std::uint32_t max_experts)
+        : max_experts_(max_experts), freq_(std::size_t{layers} * max_experts, 0) {}
+
+    void add(std::uint32_t layer, std::int32_t expert) noexcept {
+        ++freq_[index(layer, expert)];
+        if (++lookups_ >= 8 * freq_.size()) {
+            for (auto& f : freq_) {
+                f /= 2;
+            }
+            lookups_ = 0;
+        }
+    }
+    [[nodiscard]] std::uint32_t operator()(std::uint32_t layer, std::int32_t expert) const noexcept {
+        return freq_[index(layer, expert)];
+    }
+    [[nodiscard]] std::span<const std::uint32_t> all() const noexcept { return freq_; }
+    [[nodiscard]] std::size_t index(std::uint32_t layer, std::int32_t expert) const noexcept {
+        return std::size_t{layer} * max_experts_ + static_cast<std::size_t>(expert);
+    }
+
+private:
+    std::uint32_t max_experts_;
+    std::vector<std::uint32_t> freq_;
+    std::uint64_t lookups_ = 0;
+};
+
+/// What an evictable slot holds.
+struct holding {
+    std::uint32_t layer = 0;
+    std::int32_t expert = 0;
+    bool prefetched = false;
 };
 
 class lru_policy final : public replacement_policy {
@@ -75,17 +178,9 @@ private:
 class lfu_policy final : public replacement_policy {
 public:
     lfu_policy(std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts)
-        : list_(slots), held_(slots), max_experts_(max_experts), freq_(std::size_t{layers} * max_experts, 0) {}
+        : list_(slots), held_(slots), counts_(layers, max_experts) {}
 
-    void on_access(std::uint32_t layer, std::int32_t expert) override {
-        ++freq_[index(layer, expert)];
-        if (++lookups_ >= 8 * freq_.size()) { // ageing: halve every count now and then
-            for (auto& f : freq_) {
-                f /= 2;
-            }
-            lookups_ = 0;
-        }
-    }
+    void on_access(std::uint32_t layer, std::int32_t expert) override { counts_.add(layer, expert); }
     void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t expert, bool prefetched) override {
         held_[slot] = {layer, expert, prefetched};
         list_.push_back(slot);
@@ -97,8 +192,7 @@ public:
         for (auto s = list_.head(); s != none; s = list_.next(static_cast<std::uint32_t>(s))) {
             const auto& h = held_[static_cast<std::size_t>(s)];
             // A prefetched expert not chosen yet has no count of its own: keep it until it had its chance.
-            const auto f =
-                h.prefetched ? std::numeric_limits<std::uint32_t>::max() - 1 : freq_[index(h.layer, h.expert)];
+            const auto f = h.prefetched ? std::numeric_limits<std::uint32_t>::max() - 1 : counts_(h.layer, h.expert);
             if (f < victim_freq) { // strictly: among equals the least recent wins
                 victim = s;
                 victim_freq = f;
@@ -112,28 +206,208 @@ public:
     }
 
 private:
-    struct holding {
-        std::uint32_t layer = 0;
-        std::int32_t expert = 0;
-        bool prefetched = false;
-    };
+    recency_list list_;
+    std::vector<holding> held_;
+    aged_counts counts_;
+};
+
+/// LRU-2 (O'Neil et al., 1993): the victim is the expert whose second-to-last choice is oldest; one chosen once
+/// since the start has none and goes first. Frequency and recency in one key: an expert chosen twice recently
+/// outlives one chosen once, however recent. Among equals (chosen once), the least recently released goes.
+class lru2_policy final : public replacement_policy {
+public:
+    lru2_policy(std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts)
+        : list_(slots), held_(slots), max_experts_(max_experts), last_(std::size_t{layers} * max_experts, 0),
+          before_(last_.size(), 0) {}
+
+    void on_access(std::uint32_t layer, std::int32_t expert) override {
+        const auto i = index(layer, expert);
+        before_[i] = last_[i];
+        last_[i] = ++clock_;
+    }
+    void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t expert, bool prefetched) override {
+        held_[slot] = {layer, expert, prefetched, clock_};
+        list_.push_back(slot);
+    }
+    void on_pinned(std::uint32_t slot) override { list_.remove(slot); }
+    std::optional<std::uint32_t> evict() override {
+        std::int32_t victim = none;
+        std::uint64_t victim_key = std::numeric_limits<std::uint64_t>::max();
+        for (auto s = list_.head(); s != none; s = list_.next(static_cast<std::uint32_t>(s))) {
+            const auto& h = held_[static_cast<std::size_t>(s)];
+            // A prefetched expert not chosen yet counts its read as its second-to-last choice: kept over experts
+            // not chosen twice since, and evicted once enough have been (an unused prediction does not stay).
+            const auto key = h.prefetched ? h.read_at : before_[index(h.layer, h.expert)];
+            if (key < victim_key) {
+                victim = s;
+                victim_key = key;
+                if (key == 0) {
+                    break; // chosen once: nothing goes before it, and it is the least recent such
+                }
+            }
+        }
+        if (victim == none) {
+            return std::nullopt;
+        }
+        list_.remove(static_cast<std::uint32_t>(victim));
+        return static_cast<std::uint32_t>(victim);
+    }
+
+private:
     [[nodiscard]] std::size_t index(std::uint32_t layer, std::int32_t expert) const noexcept {
         return std::size_t{layer} * max_experts_ + static_cast<std::size_t>(expert);
     }
 
+    struct held_expert {
+        std::uint32_t layer = 0;
+        std::int32_t expert = 0;
+        bool prefetched = false;
+        std::uint64_t read_at = 0; ///< the clock when it became evictable
+    };
+    recency_list list_;
+    std::vector<held_expert> held_;
+    std::uint32_t max_experts_;
+    std::vector<std::uint64_t> last_, before_; ///< clock of the last and second-to-last choice, 0: none
+    std::uint64_t clock_ = 0;
+};
+
+/// Per-layer quotas: each layer's share of the slots is slots / layers; the victim is the least recently released
+/// evictable slot of the layer that holds the most slots over its share, so one busy layer cannot push the others'
+/// experts out. (Layers without routed experts hold nothing; that shifts every layer's excess alike.)
+class layer_quota_policy final : public replacement_policy {
+public:
+    layer_quota_policy(std::uint32_t slots, std::uint32_t layers)
+        : lists_(slots, layers), layer_of_(slots, none), held_(layers, 0), quota_(layers, 0) {
+        for (std::uint32_t l = 0; l < layers; ++l) {
+            quota_[l] = static_cast<std::int64_t>(slots / layers + (l < slots % layers ? 1 : 0));
+        }
+    }
+
+    void on_access(std::uint32_t, std::int32_t) override {}
+    void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t, bool) override {
+        if (layer_of_[slot] != static_cast<std::int32_t>(layer)) { // newly filled (its content changes only by evict)
+            if (layer_of_[slot] != none) {
+                --held_[static_cast<std::size_t>(layer_of_[slot])];
+            }
+            layer_of_[slot] = static_cast<std::int32_t>(layer);
+            ++held_[layer];
+        }
+        lists_.push_back(slot, layer);
+    }
+    void on_pinned(std::uint32_t slot) override { lists_.remove(slot); }
+    std::optional<std::uint32_t> evict() override {
+        std::int32_t layer = none;
+        std::int64_t excess = std::numeric_limits<std::int64_t>::min();
+        for (std::uint32_t l = 0; l < held_.size(); ++l) {
+            if (lists_.head(l) != none && held_[l] - quota_[l] > excess) {
+                layer = static_cast<std::int32_t>(l);
+                excess = held_[l] - quota_[l];
+            }
+        }
+        if (layer == none) {
+            return std::nullopt;
+        }
+        const auto s = static_cast<std::uint32_t>(lists_.head(static_cast<std::uint32_t>(layer)));
+        lists_.remove(s);
+        --held_[static_cast<std::size_t>(layer)];
+        layer_of_[s] = none;
+        return s;
+    }
+
+private:
+    recency_list lists_;                 ///< one list per layer
+    std::vector<std::int32_t> layer_of_; ///< the layer a slot's expert belongs to, none: counted nowhere
+    std::vector<std::int64_t> held_, quota_;
+};
+
+/// LRU that passes over the hottest experts: the `pin_percent`% of the slots' worth of experts with the highest
+/// live router counts (aged as in lfu, the set recomputed every `slots` choices) are never evicted while another
+/// slot is evictable. The rest of the cache is plain LRU, so the hot set cannot starve the experts of the moment.
+class pin_hot_policy final : public replacement_policy {
+public:
+    pin_hot_policy(std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts, std::uint32_t pin_percent)
+        : list_(slots), held_(slots), counts_(layers, max_experts), hot_(std::size_t{layers} * max_experts, 0),
+          pinned_(std::max<std::uint64_t>(1, std::uint64_t{slots} * pin_percent / 100)), refresh_(std::max(1u, slots)) {
+    }
+
+    void on_access(std::uint32_t layer, std::int32_t expert) override {
+        counts_.add(layer, expert);
+        if (++since_refresh_ >= refresh_) {
+            refresh_hot();
+        }
+    }
+    void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t expert, bool prefetched) override {
+        held_[slot] = {layer, expert, prefetched};
+        list_.push_back(slot);
+    }
+    void on_pinned(std::uint32_t slot) override { list_.remove(slot); }
+    std::optional<std::uint32_t> evict() override {
+        auto victim = list_.head();
+        for (auto s = victim; s != none; s = list_.next(static_cast<std::uint32_t>(s))) {
+            const auto& h = held_[static_cast<std::size_t>(s)];
+            if (!hot_[counts_.index(h.layer, h.expert)]) {
+                victim = s;
+                break;
+            }
+        }
+        if (victim == none) {
+            return std::nullopt;
+        }
+        list_.remove(static_cast<std::uint32_t>(victim));
+        return static_cast<std::uint32_t>(victim);
+    }
+
+private:
+    // The hot set: the `pinned_` experts with the highest counts (ties to the lower index), none with a count of 0.
+    void refresh_hot() {
+        since_refresh_ = 0;
+        const auto all = counts_.all();
+        order_.clear();
+        for (std::uint32_t i = 0; i < all.size(); ++i) {
+            if (all[i] > 0) {
+                order_.push_back(i);
+            }
+        }
+        const auto keep = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(pinned_, order_.size()));
+        std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return all[a] > all[b] || (all[a] == all[b] && a < b);
+        });
+        std::fill(hot_.begin(), hot_.end(), 0);
+        for (std::ptrdiff_t i = 0; i < keep; ++i) {
+            hot_[order_[static_cast<std::size_t>(i)]] = 1;
+        }
+    }
+
     recency_list list_;
     std::vector<holding> held_;
-    std::uint32_t max_experts_;
-    std::vector<std::uint32_t> freq_;
-    std::uint64_t lookups_ = 0;
+    aged_counts counts_;
+    std::vector<std::uint8_t> hot_;
+    std::vector<std::uint32_t> order_;
+    std::uint64_t pinned_;
+    std::uint32_t refresh_;
+    std::uint32_t since_refresh_ = 0;
 };
 
 } // namespace
 
 std::unique_ptr<replacement_policy> make_policy(cache_policy p, std::uint32_t slots, std::uint32_t layers,
                                                 std::uint32_t max_experts) {
-    if (p == cache_policy::lfu) {
+    return make_policy(policy_spec{p}, slots, layers, max_experts);
+}
+
+std::unique_ptr<replacement_policy> make_policy(const policy_spec& spec, std::uint32_t slots, std::uint32_t layers,
+                                                std::uint32_t max_experts) {
+    switch (spec.policy) {
+    case cache_policy::lfu:
         return std::make_unique<lfu_policy>(slots, layers, max_experts);
+    case cache_policy::lru2:
+        return std::make_unique<lru2_policy>(slots, layers, max_experts);
+    case cache_policy::layer_quota:
+        return std::make_unique<layer_quota_policy>(slots, std::max(1u, layers));
+    case cache_policy::pin_hot:
+        return std::make_unique<pin_hot_policy>(slots, layers, max_experts, std::clamp(spec.pin_percent, 1u, 99u));
+    case cache_policy::lru:
+        break;
     }
     return std::make_unique<lru_policy>(slots);
 }

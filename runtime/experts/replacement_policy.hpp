@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,10 +19,24 @@ namespace sluice::experts {
 /// The replacement policies Sluice has (public: sluice::expert_cache_policy).
 using cache_policy = sluice::expert_cache_policy;
 
-/// Parses "lru" or "lfu".
+/// A policy and its parameter: the share of the slots `pin_hot` keeps for the hottest experts.
+struct policy_spec {
+    cache_policy policy = cache_policy::lru;
+    std::uint32_t pin_percent = 50; ///< pin_hot only, 1..99
+    friend bool operator==(const policy_spec&, const policy_spec&) = default;
+};
+
+/// The names `parse_cache_policy` accepts, for help texts: "lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]".
+inline constexpr std::string_view cache_policy_names = "lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]";
+
+/// Parses "lru", "lfu", "lru-2", "layer-quota" or "pin-hot". Errors name the value and the choices.
 result<cache_policy> parse_cache_policy(std::string_view name);
-/// "lru" or "lfu".
+/// Parses a policy name, and for pin-hot an optional ":PERCENT" (1..99, default 50): "pin-hot:25".
+result<policy_spec> parse_policy_spec(std::string_view text);
+/// "lru", "lfu", "lru-2", "layer-quota" or "pin-hot".
 std::string_view to_string(cache_policy p) noexcept;
+/// The name `parse_policy_spec` reads back: "pin-hot:25", "lru".
+std::string to_string(const policy_spec& s);
 
 /// A replacement policy over a fixed number of slots. A slot is evictable from `on_evictable` until `on_pinned`
 /// or until `evict` picks it. Not thread-safe: the cache calls it under its lock.
@@ -41,6 +56,9 @@ public:
 
 /// A policy of kind `p` for `slots` slots over `layers` layers of at most `max_experts` experts.
 std::unique_ptr<replacement_policy> make_policy(cache_policy p, std::uint32_t slots, std::uint32_t layers,
+                                                std::uint32_t max_experts);
+/// The same with the spec's parameter.
+std::unique_ptr<replacement_policy> make_policy(const policy_spec& spec, std::uint32_t slots, std::uint32_t layers,
                                                 std::uint32_t max_experts);
 
 /// One router choice of a trace, or (`prefetch`) a read ahead of an expert predicted for a later layer.

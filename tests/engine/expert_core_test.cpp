@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +71,125 @@ TEST(replacement_policy, a_trace_that_fits_never_evicts) {
     EXPECT_EQ(r.misses, 2u);
     EXPECT_EQ(r.hits, 8u);
     EXPECT_TRUE(r.victims.empty());
+}
+
+TEST(replacement_policy, lru2_keeps_the_expert_chosen_twice_over_a_newer_one_chosen_once) {
+    const auto t = trace_of({1, 1, 2, 3, 1});
+    auto lru = experts::make_policy(cache_policy::lru, 2, 1, 8);
+    auto lru2 = experts::make_policy(cache_policy::lru2, 2, 1, 8);
+    const auto a = experts::simulate(*lru, 2, 1, 8, t);
+    const auto b = experts::simulate(*lru2, 2, 1, 8, t);
+    // At 3, LRU evicts 1 (released before 2) and misses it again; LRU-2 evicts 2, chosen only once, and hits 1.
+    ASSERT_EQ(a.victims.size(), 2u);
+    EXPECT_EQ(a.victims[0].expert, 1);
+    EXPECT_EQ(a.hits, 1u);
+    ASSERT_EQ(b.victims.size(), 1u);
+    EXPECT_EQ(b.victims[0].expert, 2);
+    EXPECT_EQ(b.hits, 2u);
+}
+
+TEST(replacement_policy, lru2_forgets_old_frequency_that_lfu_keeps) {
+    // 1 chosen five times long ago, 2 twice since: at 3, LFU keeps 1 (count 5 against 2) and evicts 2; LRU-2
+    // evicts 1, whose second-to-last choice is older than 2's. The 2 that follows is a hit only for LRU-2.
+    const auto t = trace_of({1, 1, 1, 1, 1, 2, 2, 3, 2});
+    auto lfu = experts::make_policy(cache_policy::lfu, 2, 1, 8);
+    auto lru2 = experts::make_policy(cache_policy::lru2, 2, 1, 8);
+    const auto a = experts::simulate(*lfu, 2, 1, 8, t);
+    const auto b = experts::simulate(*lru2, 2, 1, 8, t);
+    ASSERT_EQ(a.victims.size(), 2u);
+    EXPECT_EQ(a.victims[0].expert, 2);
+    ASSERT_EQ(b.victims.size(), 1u);
+    EXPECT_EQ(b.victims[0].expert, 1);
+    EXPECT_EQ(a.hits, 5u);
+    EXPECT_EQ(b.hits, 6u);
+}
+
+TEST(replacement_policy, layer_quota_evicts_from_the_layer_over_its_share) {
+    // 4 slots over 2 layers: 2 each. Layer 1's expert is the oldest, so LRU evicts it when layer 0 takes a fourth
+    // slot; the quota evicts layer 0's oldest instead, and layer 1's expert is still there when it comes back.
+    const std::vector<expert_access> t = {{1, 1}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 1}};
+    auto lru = experts::make_policy(cache_policy::lru, 4, 2, 8);
+    auto quota = experts::make_policy(cache_policy::layer_quota, 4, 2, 8);
+    const auto a = experts::simulate(*lru, 4, 2, 8, t);
+    const auto b = experts::simulate(*quota, 4, 2, 8, t);
+    ASSERT_FALSE(a.victims.empty());
+    EXPECT_EQ(a.victims[0].layer, 1u);
+    EXPECT_EQ(a.hits, 0u);
+    ASSERT_EQ(b.victims.size(), 1u);
+    EXPECT_EQ(b.victims[0].layer, 0u);
+    EXPECT_EQ(b.victims[0].expert, 1);
+    EXPECT_EQ(b.hits, 1u);
+}
+
+TEST(replacement_policy, pin_hot_passes_over_the_hottest_experts) {
+    // 4 slots, half pinned: after four choices (1 1 1 2) the hot set is {1, 2}. LRU evicts 1 and 2 for 5 and 6 and
+    // misses them when they come back; pin-hot evicts 3 and 4 instead and hits them.
+    const auto t = trace_of({1, 1, 1, 2, 2, 2, 3, 4, 5, 6, 1, 2});
+    auto lru = experts::make_policy(cache_policy::lru, 4, 1, 8);
+    auto pin = experts::make_policy(experts::policy_spec{cache_policy::pin_hot, 50}, 4, 1, 8);
+    const auto a = experts::simulate(*lru, 4, 1, 8, t);
+    const auto b = experts::simulate(*pin, 4, 1, 8, t);
+    EXPECT_EQ(a.hits, 4u);
+    EXPECT_EQ(b.hits, 6u);
+    ASSERT_EQ(b.victims.size(), 2u);
+    EXPECT_EQ(b.victims[0].expert, 3);
+    EXPECT_EQ(b.victims[1].expert, 4);
+}
+
+TEST(replacement_policy, pin_hot_still_evicts_a_hot_expert_when_nothing_else_is_evictable) {
+    // 2 slots, the hot set ({1}) is one of them: a pinned hot expert is never held back when it is all there is.
+    auto p = experts::make_policy(experts::policy_spec{cache_policy::pin_hot, 50}, 2, 1, 8);
+    p->on_access(0, 1);
+    p->on_access(0, 1); // refresh after 2 choices: 1 is hot
+    p->on_evictable(0, 0, 1, false);
+    EXPECT_EQ(p->evict(), std::optional<std::uint32_t>(0));
+    EXPECT_EQ(p->evict(), std::nullopt);
+}
+
+TEST(replacement_policy, every_policy_counts_every_access_and_never_evicts_a_trace_that_fits) {
+    const experts::policy_spec specs[] = {{cache_policy::lru},
+                                          {cache_policy::lfu},
+                                          {cache_policy::lru2},
+                                          {cache_policy::layer_quota},
+                                          {cache_policy::pin_hot, 25}};
+    // 3 layers x 16 experts, pseudo-random choices and predictions.
+    std::vector<expert_access> t;
+    std::uint32_t x = 12345;
+    for (int i = 0; i < 3000; ++i) {
+        x = x * 1103515245u + 12345u;
+        t.push_back({(x >> 8) % 3, static_cast<std::int32_t>((x >> 16) % 16), (x >> 4) % 4 == 0});
+    }
+    const auto chosen =
+        static_cast<std::uint64_t>(std::count_if(t.begin(), t.end(), [](const auto& a) { return !a.prefetch; }));
+    for (const auto& spec : specs) {
+        SCOPED_TRACE(experts::to_string(spec));
+        auto p = experts::make_policy(spec, 10, 3, 16);
+        const auto r = experts::simulate(*p, 10, 3, 16, t);
+        EXPECT_EQ(r.hits + r.misses, chosen);
+        EXPECT_GT(r.hits, 0u);
+        EXPECT_LE(r.prefetch_used + r.prefetch_wasted, r.prefetch_reads);
+        EXPECT_EQ(r.victims.size(), r.misses + r.prefetch_reads - 10); // every slot was filled, then each read evicts
+        auto roomy = experts::make_policy(spec, 48, 3, 16);
+        const auto all = experts::simulate(*roomy, 48, 3, 16, t);
+        EXPECT_TRUE(all.victims.empty());
+        EXPECT_EQ(all.misses + all.prefetch_reads, 48u); // each expert read once
+    }
+}
+
+TEST(replacement_policy, names_and_parameters_round_trip_and_bad_ones_are_refused) {
+    for (const auto p :
+         {cache_policy::lru, cache_policy::lfu, cache_policy::lru2, cache_policy::layer_quota, cache_policy::pin_hot}) {
+        EXPECT_EQ(*experts::parse_cache_policy(experts::to_string(p)), p);
+    }
+    EXPECT_EQ(*experts::parse_policy_spec("pin-hot:25"), (experts::policy_spec{cache_policy::pin_hot, 25}));
+    EXPECT_EQ(*experts::parse_policy_spec("pin-hot"), (experts::policy_spec{cache_policy::pin_hot, 50}));
+    EXPECT_EQ(experts::to_string(experts::policy_spec{cache_policy::pin_hot, 25}), "pin-hot:25");
+    EXPECT_EQ(experts::to_string(experts::policy_spec{cache_policy::lru2}), "lru-2");
+    for (const char* bad : {"pin-hot:0", "pin-hot:100", "pin-hot:x", "pin-hot:", "lru:5", "arc"}) {
+        const auto r = experts::parse_policy_spec(bad);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().message.find(bad), std::string::npos) << r.error().message;
+    }
 }
 
 TEST(replacement_policy, unknown_names_are_refused_by_name) {

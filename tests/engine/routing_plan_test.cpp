@@ -54,7 +54,7 @@ const std::vector<std::uint16_t> cycle_of_four = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 
 
 TEST(estimate_routing, a_cycle_that_fits_the_cache_hits_after_the_cold_start) {
     const auto e = estimate_routing(streaming_plan(4), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, true, "test.routing");
+                                    {cache_policy::lru}, {true}, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_EQ(e->tokens, 12u);
     EXPECT_EQ(e->warmup_tokens, 4u);
@@ -70,7 +70,7 @@ TEST(estimate_routing, a_cycle_that_fits_the_cache_hits_after_the_cold_start) {
 
 TEST(estimate_routing, lru_one_slot_short_of_a_cycle_misses_every_time) {
     const auto e = estimate_routing(streaming_plan(3), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, true, "test.routing");
+                                    {cache_policy::lru}, {true}, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_EQ(e->warmup_tokens, 3u);
     EXPECT_EQ(e->measured_tokens, 9u);
@@ -85,18 +85,18 @@ TEST(estimate_routing, both_policies_keep_an_expert_chosen_every_other_token) {
     // recent but one) and LFU keeps it (it is the most chosen), so every later choice of 0 hits.
     const std::vector<std::uint16_t> chosen = {0, 1, 0, 2, 0, 3, 0, 1, 0, 2, 0, 3, 0, 1, 0, 2};
     const auto lru = estimate_routing(streaming_plan(2), one_mib_experts(), one_layer_trace(chosen), {1, 8, 1},
-                                      cache_policy::lru, true, "test.routing");
+                                      {cache_policy::lru}, {true}, "test.routing");
     const auto lfu = estimate_routing(streaming_plan(2), one_mib_experts(), one_layer_trace(chosen), {1, 8, 1},
-                                      cache_policy::lfu, true, "test.routing");
+                                      {cache_policy::lfu}, {true}, "test.routing");
     ASSERT_TRUE(lru && lfu);
     EXPECT_EQ(lru->hits, 7u); // every access of expert 0 after the warm-up
-    EXPECT_EQ(lfu->policy, cache_policy::lfu);
+    EXPECT_EQ(lfu->policy.policy, cache_policy::lfu);
     EXPECT_GE(lfu->hits, 7u);
 }
 
 TEST(estimate_routing, a_cache_larger_than_the_recording_counts_a_second_pass) {
     const auto e = estimate_routing(streaming_plan(6), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, true, "test.routing");
+                                    {cache_policy::lru}, {true}, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_TRUE(e->second_pass);
     EXPECT_EQ(e->warmup_tokens, 12u);
@@ -126,10 +126,10 @@ TEST(estimate_routing, a_right_prediction_read_ahead_turns_the_next_layers_miss_
     const std::vector<std::uint16_t> first(12, 0);
     const std::vector<std::uint16_t> second = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4};
     const auto trace = two_layer_trace(first, second);
-    const auto demand = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, cache_policy::lru,
-                                         false, "test.routing");
-    const auto ahead = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, cache_policy::lru,
-                                        true, "test.routing");
+    const auto demand = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, {cache_policy::lru},
+                                         {false}, "test.routing");
+    const auto ahead = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, {cache_policy::lru},
+                                        {true}, "test.routing");
     ASSERT_TRUE(demand && ahead);
     EXPECT_EQ(demand->prefetch_reads, 0u);
     EXPECT_GT(demand->misses, 0u);
@@ -143,7 +143,7 @@ TEST(estimate_routing, a_right_prediction_read_ahead_turns_the_next_layers_miss_
 TEST(estimate_routing, a_resident_plan_reads_nothing) {
     memory_plan resident;
     const auto e = estimate_routing(resident, one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, true, "test.routing");
+                                    {cache_policy::lru}, {true}, "test.routing");
     ASSERT_TRUE(e) << e.error().message;
     EXPECT_DOUBLE_EQ(e->hit_rate, 1.0);
     EXPECT_EQ(e->read_bytes_per_token, 0u);
@@ -151,7 +151,7 @@ TEST(estimate_routing, a_resident_plan_reads_nothing) {
 
 TEST(estimate_routing, a_recording_of_another_geometry_is_refused_naming_both) {
     const auto e = estimate_routing(streaming_plan(4), one_mib_experts(), one_layer_trace(cycle_of_four), {2, 8, 2},
-                                    cache_policy::lru, true, "test.routing");
+                                    {cache_policy::lru}, {true}, "test.routing");
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().message, "test.routing: recording of 1 layers x 8 experts, top-1 (model \"hand-written\") "
                                  "does not fit this model's 2 layers x 8 experts, top-2");
@@ -166,7 +166,7 @@ TEST(expected_tokens_per_s, adds_the_disk_time_to_the_compute_time) {
 
 TEST(estimate_routing, the_json_names_the_rates_and_the_bound) {
     const auto e = estimate_routing(streaming_plan(3), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
-                                    cache_policy::lru, true, "test.routing");
+                                    {cache_policy::lru}, {true}, "test.routing");
     ASSERT_TRUE(e);
     const auto o = to_json(*e);
     for (const char* key : {"policy", "tokens", "warmup_tokens", "measured_tokens", "demand_hit_rate",

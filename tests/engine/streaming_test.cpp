@@ -194,11 +194,15 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
             }
         }
     }
-    // The frequency policy evicts other experts, with the same output.
-    const auto lfu = load_streaming(path, std::uint64_t{2} * hp.n_expert_used + 1, 16, true, experts::cache_policy::lfu);
-    EXPECT_EQ(*evaluate(lfu, tokens, false), *expected_batched);
-    EXPECT_EQ(generate(lfu, 7, 1.0f).tokens, sampled.tokens);
-    EXPECT_GT(lfu->expert_counters().evictions, 0u);
+    // The other policies evict other experts, with the same output.
+    for (const auto policy : {experts::cache_policy::lfu, experts::cache_policy::lru2,
+                              experts::cache_policy::layer_quota, experts::cache_policy::pin_hot}) {
+        SCOPED_TRACE(experts::to_string(policy));
+        const auto other = load_streaming(path, std::uint64_t{2} * hp.n_expert_used + 1, 16, true, policy);
+        EXPECT_EQ(*evaluate(other, tokens, false), *expected_batched);
+        EXPECT_EQ(generate(other, 7, 1.0f).tokens, sampled.tokens);
+        EXPECT_GT(other->expert_counters().evictions, 0u);
+    }
 }
 
 /// Greedy tokens of `prompt` on `s`, `n` of them.
@@ -284,6 +288,9 @@ TEST(streaming, cancel_during_an_expert_read_ends_cleanly_and_the_next_turn_is_e
 TEST(streaming, cache_policy_names) {
     EXPECT_EQ(*experts::parse_cache_policy("lru"), experts::cache_policy::lru);
     EXPECT_EQ(*experts::parse_cache_policy("lfu"), experts::cache_policy::lfu);
+    EXPECT_EQ(*experts::parse_cache_policy("lru-2"), experts::cache_policy::lru2);
+    EXPECT_EQ(*experts::parse_cache_policy("layer-quota"), experts::cache_policy::layer_quota);
+    EXPECT_EQ(*experts::parse_cache_policy("pin-hot"), experts::cache_policy::pin_hot);
     const auto bad = experts::parse_cache_policy("fifo");
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().message.find("fifo"), std::string::npos);

@@ -29,6 +29,7 @@ TEST(sluice_bench, json_reports_positive_throughput_for_every_test) {
     EXPECT_EQ(m.at("arch").as_string(), "qwen3moe");
     EXPECT_GT(m.at("weight_bytes").to_number<double>(), 0.0);
     EXPECT_EQ(m.at("threads").to_number<int>(), 2);
+    EXPECT_EQ(m.at("cache_policy").as_string(), "lru-2");
     const auto& results = o.at("results").as_array();
     ASSERT_EQ(results.size(), 3u);
     const char* names[] = {"pp8", "pp32", "tg8"};
@@ -64,6 +65,12 @@ TEST(sluice_bench, bad_options_fail_with_a_message) {
         EXPECT_EQ(r.status, 1) << flags;
         EXPECT_NE(r.err.find("sluice bench: "), std::string::npos) << r.err;
     }
+    const auto policy = sluice_bench("--cache-policy pin-hot:0");
+    EXPECT_EQ(policy.status, 1);
+    EXPECT_NE(policy.err.find("--cache-policy: cache policy \"pin-hot:0\""), std::string::npos) << policy.err;
+    const auto chosen = sluice_bench("--json -p 8 -n 4 -r 1 --cache-policy lru-2");
+    ASSERT_EQ(chosen.status, 0) << chosen.err;
+    EXPECT_EQ(json::parse(chosen.out).at("model").at("cache_policy").as_string(), "lru-2");
     const auto missing = run_process(sluice_exe() + " bench -m /nonexistent/model.gguf");
     EXPECT_EQ(missing.status, 1);
     EXPECT_NE(missing.err.find("model.gguf"), std::string::npos) << missing.err;

@@ -66,7 +66,7 @@ TEST(sluice_inspect_plan_routing, a_recording_gives_the_hit_rate_bytes_and_bound
     ASSERT_TRUE(o.contains("routing")) << json::serialize(o);
     const auto& r = o.at("routing").as_object();
     EXPECT_EQ(r.at("recording").as_string(), tiny_recording());
-    EXPECT_EQ(r.at("policy").as_string(), "lru");
+    EXPECT_EQ(r.at("policy").as_string(), "lru-2"); // the runtime's default
     EXPECT_FALSE(r.at("prefetch").as_bool());
     EXPECT_EQ(u64(r, "prefetch_reads"), 0u);
     EXPECT_GE(u64(r, "tokens"), 24u); // the prompt's tokens and the generated ones
@@ -122,8 +122,8 @@ TEST(sluice_inspect_plan_routing, a_bigger_lru_cache_never_hits_less) {
     double last = -1;
     for (const std::uint64_t slots : {4, 6, 10, 14}) {
         SCOPED_TRACE(slots);
-        const auto o = plan_json("--memory-budget " + budget_with_slots(slots) + " --no-prefetch --routing " +
-                                 shell_quote(tiny_recording()));
+        const auto o = plan_json("--memory-budget " + budget_with_slots(slots) +
+                                 " --policy lru --no-prefetch --routing " + shell_quote(tiny_recording()));
         ASSERT_TRUE(o.contains("routing"));
         const double hit = num(o.at("routing").as_object(), "demand_hit_rate");
         EXPECT_GE(hit, last);
@@ -145,6 +145,29 @@ TEST(sluice_inspect_plan_routing, lfu_is_a_choice_and_a_bad_policy_is_refused) {
     const auto no_routing = inspect_plan("--policy lfu");
     EXPECT_NE(no_routing.status, 0);
     EXPECT_TRUE(contains(no_routing.err, "--routing")) << no_routing.err;
+}
+
+TEST(sluice_inspect_plan_routing, every_policy_and_a_narrower_prefetch_are_choices) {
+    const auto budget = budget_with_slots(6);
+    const auto rec = shell_quote(tiny_recording());
+    const auto lru =
+        plan_json("--memory-budget " + budget + " --policy lru --routing " + rec).at("routing").as_object();
+    for (const std::string policy : {"lru-2", "layer-quota", "pin-hot:25"}) {
+        const auto o = plan_json("--memory-budget " + budget + " --policy " + policy + " --routing " + rec);
+        const auto& r = o.at("routing").as_object();
+        EXPECT_EQ(r.at("policy").as_string(), policy);
+        // The same choices replayed: only how many of them hit differs.
+        EXPECT_EQ(u64(r, "hits") + u64(r, "misses"), u64(lru, "hits") + u64(lru, "misses")) << policy;
+    }
+    const auto narrow = plan_json("--memory-budget " + budget + " --policy lru --prefetch-width 1 --routing " + rec)
+                            .at("routing")
+                            .as_object();
+    EXPECT_EQ(u64(narrow, "prefetch_width"), 1u);
+    EXPECT_LT(u64(narrow, "prefetch_reads"), u64(lru, "prefetch_reads")); // one of top-k predicted experts per layer
+    EXPECT_EQ(u64(lru, "miss_bytes_per_token") > 0, u64(lru, "misses") > 0);
+    const auto bad = inspect_plan("--memory-budget " + budget + " --policy pin-hot:0 --routing " + rec);
+    EXPECT_NE(bad.status, 0);
+    EXPECT_TRUE(contains(bad.err, "pin-hot:0")) << bad.err;
 }
 
 TEST(sluice_inspect_plan_routing, a_recording_of_another_geometry_is_refused_naming_both) {
