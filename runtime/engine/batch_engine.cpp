@@ -271,11 +271,12 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
             }
         }
         expected.clear();
+        const auto gather_end = std::chrono::steady_clock::now();
         co_await run(); // new prompts that fit a prefill step go first: their first token never waits for a step
         const auto step_start = std::chrono::steady_clock::now();
         {
             const std::lock_guard lock(mu_);
-            counters_.gather_s += std::chrono::duration<double>(step_start - gather_start).count();
+            counters_.gather_s += std::chrono::duration<double>(gather_end - gather_start).count();
             for (std::size_t i = 0; i < queue_.size();) {
                 if (queue_[i]->cancelled) {
                     finish(*queue_[i], make_error(std::errc::operation_canceled, "the request was cancelled"));
