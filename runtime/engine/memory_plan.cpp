@@ -8,7 +8,8 @@
 //     floats: x, xn, tmp [n_batch][n_embd]; q, k, v [n_batch][q_dim | kv_dim | v_dim];
 //             attn [n_batch][n_head * head_dim_v]; gate, up [n_batch * k][max(n_ff, n_ff_exp)];
 //             moe_out [n_batch * k][n_embd]; router [n_batch][n_expert]; weights, ids, selections 4 x [n_batch * k];
-//             shared-expert hidden 2 x [n_batch][n_ff_shexp];
+//             shared-expert hidden 2 x [n_batch][n_ff_shexp]; MoE: the next layer's prediction [n_batch] x
+//             (n_embd + n_expert + 2k) and its prepared router input;
 //     prepared activations: 4 rows of n_embd, k rows of the widest hidden size, 1 row of n_ff_shexp, per token,
 //             at the widest prepared row of any weight type in the file (never below F32);
 //   per sequence, n_vocab x 28 bytes: the logits and the sampler's candidates, scratch and penalty tables, and the
@@ -160,6 +161,7 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
     floats += 2 * b * k * ff;
     if (hp.is_moe()) {
         floats += b * k * hp.n_embd + b * hp.n_expert + 4 * b * k;
+        floats += b * (hp.n_embd + hp.n_expert + 2 * k); // the next layer's prediction: its input, router, choice
     }
     floats += 2 * b * hp.n_ff_shexp;
     std::uint64_t mla_thread = 0;
@@ -173,6 +175,9 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
     std::uint64_t act = 4 * widest_prepared_row(files, hp.n_embd) * b;
     act += widest_prepared_row(files, hidden) * b * k;
     act += widest_prepared_row(files, hp.n_ff_shexp) * b;
+    if (hp.is_moe()) {
+        act += widest_prepared_row(files, hp.n_embd) * b; // the prediction's prepared router input
+    }
     const std::uint64_t scratch = floats * sizeof(float) + act;
     const std::uint64_t per_seq = std::uint64_t{hp.n_vocab} * (vocab_bytes_per_sequence + sizeof(float));
     const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float) + mla_thread;
