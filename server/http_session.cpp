@@ -1,6 +1,7 @@
 // The per-connection coroutine and the route table.
 #include "server/http_session.hpp"
 
+#include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/speculative.hpp"
 
 #include "server/anthropic_response.hpp"
@@ -83,6 +84,9 @@ http_response metrics_response(const http_request& req, const server_state& st) 
         now.speculation = {get(spec.verify_steps),        get(spec.drafted),      get(spec.accepted),
                            get(spec.verify_tokens),       get(spec.verify_expert_reads), get(spec.plain_tokens),
                            get(spec.plain_expert_reads)};
+        const auto b = st.loaded->batch()->counters();
+        now.batch = {b.steps, b.tokens, b.sequence_rows, b.prefill_steps, b.prefill_tokens,
+                     b.step_s,  b.expert_wait_s, b.gather_s};
     }
     http_response res{http::status::ok, req.version()};
     res.set(http::field::server, "sluice");

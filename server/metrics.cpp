@@ -147,6 +147,30 @@ void render_speculation(std::string& out, const server_metrics::sampled& now) {
     out += "sluice_decode_plain_expert_reads_per_token " + number(ratio(c.plain_expert_reads, c.plain_tokens)) + "\n";
 }
 
+/// Continuous batching: steps, their width, and where their time went.
+void render_batch(std::string& out, const server_metrics::sampled& now) {
+    const auto& c = now.batch;
+    single(out, "sluice_batch_steps_total", "counter", "Forward passes of the batch engine (one per step).", c.steps);
+    single(out, "sluice_batch_tokens_total", "counter", "Tokens the batch engine's steps ran (prompt and decode).",
+           c.tokens);
+    single(out, "sluice_batch_sequence_rows_total", "counter",
+           "Sum over steps of the sequences in the step (divided by steps: the mean width of a step).",
+           c.sequence_rows);
+    single(out, "sluice_batch_prefill_steps_total", "counter",
+           "Prefill steps: new prompts run on their own, ahead of a step or between two layers of one.",
+           c.prefill_steps);
+    single(out, "sluice_batch_prefill_tokens_total", "counter", "Prompt tokens that prefill steps ran.",
+           c.prefill_tokens);
+    header(out, "sluice_batch_step_seconds_total", "counter", "Seconds the batch engine spent in forward passes.");
+    out += "sluice_batch_step_seconds_total " + number(c.step_s) + "\n";
+    header(out, "sluice_batch_expert_wait_seconds_total", "counter",
+           "Of the forward passes' seconds, those stalled waiting for expert reads.");
+    out += "sluice_batch_expert_wait_seconds_total " + number(c.expert_wait_s) + "\n";
+    header(out, "sluice_batch_gather_seconds_total", "counter",
+           "Seconds the batch engine waited before a step for the sequences of the last step to queue again.");
+    out += "sluice_batch_gather_seconds_total " + number(c.gather_s) + "\n";
+}
+
 std::mutex statuses_mutex;
 std::unordered_map<const void*, unsigned> statuses;
 
@@ -208,6 +232,7 @@ std::string server_metrics::render(const sampled& now) const {
            now.model_resident_bytes);
     render_streaming(out, now);
     render_speculation(out, now);
+    render_batch(out, now);
     return out;
 }
 

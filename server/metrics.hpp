@@ -64,6 +64,11 @@ public:
             std::uint64_t verify_steps = 0, drafted = 0, accepted = 0, verify_tokens = 0, verify_expert_reads = 0;
             std::uint64_t plain_tokens = 0, plain_expert_reads = 0;
         } speculation;
+        /// Continuous batching (runtime/engine/batch_engine.hpp counters, copied).
+        struct batch_counts {
+            std::uint64_t steps = 0, tokens = 0, sequence_rows = 0, prefill_steps = 0, prefill_tokens = 0;
+            double step_s = 0, expert_wait_s = 0, gather_s = 0;
+        } batch;
     };
     /// The whole exposition text.
     [[nodiscard]] std::string render(const sampled& now) const;

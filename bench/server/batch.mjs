@@ -52,6 +52,40 @@ async function stream(prompt, maxTokens, signal) {
     return { times, ttft: times[0] ?? NaN, total: performance.now() - t0 };
 }
 
+// The server's counters (GET /metrics): unlabelled samples as they are, per-layer ones summed over layers.
+async function counters() {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const out = {};
+    for (const line of text.split('\n')) {
+        const m = /^(sluice_[a-z_]+)(\{layer="\d+"\})? ([-0-9.e+]+)$/.exec(line);
+        if (m) out[m[1]] = (out[m[1]] ?? 0) + Number(m[3]);
+    }
+    return out;
+}
+
+// What one level cost the server: steps and their mean width, where the step time went, and the expert cache.
+function profile(before, after) {
+    const d = (k) => (after[k] ?? 0) - (before[k] ?? 0);
+    const steps = d('sluice_batch_steps_total');
+    const hits = d('sluice_expert_cache_hits_total');
+    const misses = d('sluice_expert_cache_misses_total');
+    const tokens = d('sluice_batch_tokens_total');
+    return {
+        steps, step_width: steps ? d('sluice_batch_sequence_rows_total') / steps : 0,
+        step_ms: steps ? (1000 * d('sluice_batch_step_seconds_total')) / steps : 0,
+        expert_wait_ms: steps ? (1000 * d('sluice_batch_expert_wait_seconds_total')) / steps : 0,
+        gather_ms: steps ? (1000 * d('sluice_batch_gather_seconds_total')) / steps : 0,
+        hit_rate: hits + misses ? hits / (hits + misses) : 0,
+        fetched_per_step: steps ? (hits + misses) / steps : 0,
+        reads_per_token: tokens ? d('sluice_disk_reads_total') / tokens : 0,
+        read_mb_per_token: tokens ? d('sluice_disk_read_bytes_total') / tokens / 1e6 : 0,
+        prefetch_issued: d('sluice_expert_prefetch_issued_total'),
+        prefetch_used: d('sluice_expert_prefetch_used_total'),
+        prefetch_wasted: d('sluice_expert_prefetch_wasted_total'),
+        disk_busy_s: d('sluice_disk_busy_seconds_total'),
+    };
+}
+
 function median(xs) {
     const s = [...xs].sort((a, b) => a - b);
     return s.length ? s[Math.floor(s.length / 2)] : NaN;
@@ -66,18 +100,25 @@ await stream(prompts[0], 4); // warm-up
 for (const c of levels) {
     const results = [];
     for (let r = 0; r < rounds; ++r) {
+        const before = await counters();
         const t0 = performance.now();
         const runs = await Promise.all(Array.from({ length: c }, (_, i) => stream(prompts[i % prompts.length], tokens)));
         const wall = (performance.now() - t0) / 1000;
         const n = runs.reduce((a, x) => a + x.times.length, 0);
         const gaps = runs.flatMap((x) => x.times.slice(1).map((t, j) => t - x.times[j]));
         results.push({ wall_s: wall, tokens: n, aggregate_tps: n / wall, itl_median_ms: median(gaps),
-                       itl_p90_ms: pct(gaps, 0.9) });
+                       itl_p90_ms: pct(gaps, 0.9), profile: profile(before, await counters()) });
     }
     const best = results.reduce((a, b) => (b.aggregate_tps > a.aggregate_tps ? b : a));
     report.levels.push({ streams: c, ...best });
     console.error(`streams ${c}: ${best.aggregate_tps.toFixed(2)} tok/s aggregate, inter-token median ` +
                   `${best.itl_median_ms.toFixed(1)} ms (p90 ${best.itl_p90_ms.toFixed(1)})`);
+    const p = best.profile;
+    console.error(`  ${p.steps} steps of ${p.step_width.toFixed(2)} sequences, ${p.step_ms.toFixed(1)} ms each ` +
+                  `(${p.expert_wait_ms.toFixed(1)} waiting for experts, ${p.gather_ms.toFixed(2)} gathering before); ` +
+                  `experts: ${p.fetched_per_step.toFixed(0)} per step, hit rate ${(100 * p.hit_rate).toFixed(1)}%, ` +
+                  `${p.read_mb_per_token.toFixed(0)} MB read per token, prefetch ${p.prefetch_issued} issued ` +
+                  `${p.prefetch_used} used ${p.prefetch_wasted} wasted, disk busy ${p.disk_busy_s.toFixed(1)} s`);
 }
 
 // Time to first token of a short request: idle, then while `longCount` long streams decode.

@@ -20,8 +20,12 @@ namespace asio = boost::asio;
 
 namespace {
 
-// How long a step waits for the sequences the last step completed to queue their next token.
+// How long a step waits for the sequences the last step completed to queue their next token: at least this, and up
+// to an eighth of the last step's time (each sequence samples its token and writes it out on the io_context first,
+// one after another: a step of many sequences that started without its stragglers would leave them for the next
+// step, and the two halves would then alternate, each sequence getting a token every two steps).
 constexpr auto gather_wait = std::chrono::microseconds(1500);
+constexpr int gather_share_of_step = 8;
 
 } // namespace
 
@@ -55,6 +59,7 @@ batch_engine::batch_engine(const models::architecture& arch, const models::model
                            const models::model_weights& w, runtime::compute_pool& pool, experts::expert_source& experts,
                            std::uint32_t max_batch, experts::routing_log* routing)
     : runner_(arch, hp, w, pool, experts, max_batch),
+      prefill_runner_(arch, hp, w, pool, experts, std::min(std::max(max_batch, 1u), prefill_step_tokens)),
       // A step of many sequences prefetches at most eight tokens' worth of distinct experts for the next layer.
       prediction_limit_(8 * std::max<std::uint32_t>(hp.n_expert_used, 1)), one_sequence_per_step_(routing != nullptr) {
     runner_.set_routing(routing);
@@ -106,7 +111,8 @@ void batch_engine::finish(request& r, result<void> outcome) {
 }
 
 asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std::span<const std::int32_t> tokens,
-                                                    models::logits_mode mode, std::vector<float>& logits) {
+                                                    models::logits_mode mode, std::vector<float>& logits,
+                                                    bool prompt) {
     if (auto ok = runner_.check(cache, tokens); !ok) {
         co_return ok;
     }
@@ -118,6 +124,7 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
     req.tokens = tokens;
     req.mode = mode;
     req.logits = &logits;
+    req.prompt = prompt;
     {
         const std::lock_guard lock(mu_);
         queue_.push_back(&req);
@@ -126,6 +133,8 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
             executor_ = executor;
             asio::co_spawn(executor, run_steps(shared_from_this()),
                            asio::bind_cancellation_slot(step_cancel_.slot(), asio::detached));
+        } else if (!in_step_.empty() && fits_prefill_step(req)) {
+            prefill_waiting_.store(true, std::memory_order_release); // the step makes way at its next layer
         }
     }
     auto [ec] = co_await req.done_event.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -170,6 +179,66 @@ void batch_engine::cancel_step_if_abandoned() {
     });
 }
 
+bool batch_engine::fits_prefill_step(const request& r) const noexcept {
+    return !one_sequence_per_step_ && r.prompt && r.done == 0 && !r.in_step && !r.cancelled &&
+           r.tokens.size() <= prefill_runner_.max_batch() &&
+           r.tokens.size() <= std::max<std::uint32_t>(r.cache->max_append(), 1);
+}
+
+bool batch_engine::wanted() const noexcept { return prefill_waiting_.load(std::memory_order_acquire); }
+
+asio::awaitable<void> batch_engine::run() {
+    std::vector<request*> chosen;
+    std::vector<models::forward_runner::sequence_step> steps;
+    {
+        const std::lock_guard lock(mu_);
+        prefill_waiting_.store(false, std::memory_order_relaxed);
+        std::size_t left = prefill_runner_.max_batch();
+        for (auto* r : queue_) {
+            if (!fits_prefill_step(*r) || r->tokens.size() > left) {
+                continue;
+            }
+            left -= r->tokens.size();
+            const auto n = static_cast<std::uint32_t>(r->tokens.size());
+            models::forward_runner::sequence_step st;
+            st.cache = r->cache;
+            st.tokens = r->tokens;
+            st.logits = r->logits->data();
+            st.logits_first = r->mode == models::logits_mode::all ? 0 : n - 1;
+            st.logits_count = r->mode == models::logits_mode::all ? n : 1;
+            steps.push_back(st);
+            r->in_step = true;
+            chosen.push_back(r);
+            in_step_.push_back(r);
+        }
+    }
+    if (chosen.empty()) {
+        co_return;
+    }
+    result<void> outcome;
+    try {
+        outcome = co_await prefill_runner_.forward_step(steps, steps.size() > 1 ? prediction_limit_ : 0);
+    } catch (const std::exception& e) {
+        outcome = make_error(std::errc::io_error, std::string("prefill step: ") + e.what());
+    }
+    const std::lock_guard lock(mu_);
+    if (outcome) {
+        ++counters_.prefill_steps;
+    }
+    for (auto* r : chosen) {
+        std::erase(in_step_, r);
+        r->in_step = false;
+        if (!outcome) {
+            finish(*r, outcome.error());
+            continue;
+        }
+        r->done = r->tokens.size();
+        counters_.tokens += r->tokens.size();
+        counters_.prefill_tokens += r->tokens.size();
+        finish(*r, result<void>{});
+    }
+}
+
 asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self) {
     (void)self; // held by the frame
     // A step cancelled because every sequence in it left ends with an error from its expert wait, not a throw.
@@ -181,10 +250,13 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
     std::vector<request*> chosen;
     std::vector<models::forward_runner::sequence_step> steps;
     std::vector<const models::kv_cache*> expected; // sequences the last step completed: usually back for more
+    std::chrono::steady_clock::duration last_step{};
     while (true) {
         // Let the sequences woken by the last step queue their next token before this step is planned: they run on
         // this executor (sampling, a socket write) and come back within a few rounds of it, unless they ended.
-        const auto deadline = std::chrono::steady_clock::now() + gather_wait;
+        const auto gather_start = std::chrono::steady_clock::now();
+        const auto deadline = gather_start + std::max<std::chrono::steady_clock::duration>(
+                                                 gather_wait, last_step / gather_share_of_step);
         while (true) {
             co_await asio::post(executor, asio::use_awaitable);
             if (expected.empty() || std::chrono::steady_clock::now() >= deadline) {
@@ -199,8 +271,12 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
             }
         }
         expected.clear();
+        const auto gather_end = std::chrono::steady_clock::now();
+        co_await run(); // new prompts that fit a prefill step go first: their first token never waits for a step
+        const auto step_start = std::chrono::steady_clock::now();
         {
             const std::lock_guard lock(mu_);
+            counters_.gather_s += std::chrono::duration<double>(gather_end - gather_start).count();
             for (std::size_t i = 0; i < queue_.size();) {
                 if (queue_[i]->cancelled) {
                     finish(*queue_[i], make_error(std::errc::operation_canceled, "the request was cancelled"));
@@ -242,8 +318,9 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
             in_step_ = chosen;
         }
         result<void> outcome;
+        const double waited_before = runner_.expert_wait_seconds();
         try {
-            outcome = co_await runner_.forward_step(steps, steps.size() > 1 ? prediction_limit_ : 0);
+            outcome = co_await runner_.forward_step(steps, steps.size() > 1 ? prediction_limit_ : 0, this);
         } catch (const std::exception& e) {
             outcome = make_error(std::errc::io_error, std::string("forward step: ") + e.what());
         }
@@ -251,6 +328,9 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
         co_await asio::this_coro::throw_if_cancelled(false);
         const std::lock_guard lock(mu_);
         in_step_.clear();
+        last_step = std::chrono::steady_clock::now() - step_start;
+        counters_.step_s += std::chrono::duration<double>(last_step).count();
+        counters_.expert_wait_s += runner_.expert_wait_seconds() - waited_before;
         if (outcome) {
             ++counters_.steps;
             counters_.sequence_rows += steps.size();

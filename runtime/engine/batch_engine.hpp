@@ -11,6 +11,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -52,11 +53,24 @@ struct batch_engine_counters {
     std::uint64_t tokens = 0;        ///< tokens they ran
     std::uint64_t sequence_rows = 0; ///< sum over steps of the sequences in the step
     std::uint32_t widest_step = 0;   ///< the most sequences one step held
+    double step_s = 0;               ///< seconds in forward passes (expert waits included)
+    double expert_wait_s = 0;        ///< of those, seconds stalled on expert reads
+    double gather_s = 0;             ///< seconds waiting before a step for the last step's sequences to come back
+    std::uint64_t prefill_steps = 0; ///< side steps: new prompts run between two layers of a step in progress
+    std::uint64_t prefill_tokens = 0; ///< tokens they ran (also in `tokens`)
 };
 
+/// The most tokens of new prompts that run as a prefill step of their own (batch_engine): a prompt that fits runs
+/// before the next step is planned or, when it comes while a step runs, between two layers of that step, so its
+/// first token never waits for a step of many sequences; longer prompts join the steps as chunks. The memory plan
+/// counts a forward runner of this many tokens beside the step's.
+constexpr std::uint32_t prefill_step_tokens = 64;
+
 /// One per model, held by shared_ptr (the step loop keeps it alive until it ends). Thread-safe submission; the steps
-/// run on the executor of the request that found the engine idle.
-class batch_engine : public std::enable_shared_from_this<batch_engine> {
+/// run on the executor of the request that found the engine idle. A new prompt of up to prefill_step_tokens tokens
+/// runs as a prefill step of its own on a second runner, ahead of the next step or between two layers of the step
+/// in progress (which then goes on where it stopped).
+class batch_engine : public std::enable_shared_from_this<batch_engine>, private models::yield_hook {
 public:
     /// `max_batch`: the step token budget (and the runner's batch). With a routing log, each step holds one
     /// sequence (the log follows one sequence at a time).
@@ -71,9 +85,11 @@ public:
     /// `mode` asks for into `logits` (resized). The same contract as forward_runner::forward: errors for a bad
     /// token, a full context or an expert read failure. Cancelled through the awaiting coroutine's cancellation
     /// slot: the request leaves at the next step boundary (operation_aborted); chunks already run stay in the cache.
-    /// `cache` must not be in another request at the same time.
+    /// `cache` must not be in another request at the same time. `prompt`: the tokens are a new request's prompt
+    /// (what its cache does not hold yet), which runs as a prefill step when it fits (prefill_step_tokens).
     boost::asio::awaitable<result<void>> forward(models::kv_cache& cache, std::span<const std::int32_t> tokens,
-                                                 models::logits_mode mode, std::vector<float>& logits);
+                                                 models::logits_mode mode, std::vector<float>& logits,
+                                                 bool prompt = false);
 
     [[nodiscard]] batch_engine_counters counters() const;
 
@@ -95,6 +111,7 @@ private:
         models::logits_mode mode = models::logits_mode::last;
         std::vector<float>* logits = nullptr;
         std::size_t done = 0;   ///< tokens run
+        bool prompt = false;    ///< a new request's prompt (see forward)
         bool in_step = false;   ///< the step in progress uses its cache and logits
         bool cancelled = false; ///< leave at the next step boundary
         bool finished = false;  ///< out of the queue; `outcome` is final
@@ -110,8 +127,17 @@ private:
     /// Under the lock, after a request of the step in progress was cancelled: when no request of that step is
     /// still wanted, the step's waits for experts are cancelled (on the engine's executor), so that it ends early.
     void cancel_step_if_abandoned();
+    /// Whether `r` is a new prompt that a prefill step may run whole (under the lock).
+    [[nodiscard]] bool fits_prefill_step(const request& r) const noexcept;
+    /// yield_hook: a new prompt waits while a step runs.
+    [[nodiscard]] bool wanted() const noexcept override;
+    /// yield_hook, and before planning a step: runs the waiting new prompts that fit (oldest first, up to
+    /// prefill_step_tokens) as one step on the prefill runner, and hands them their logits.
+    boost::asio::awaitable<void> run() override;
 
     models::forward_runner runner_;
+    models::forward_runner prefill_runner_; ///< new prompts' steps beside the step in progress (never routed)
+    std::atomic<bool> prefill_waiting_{false};
     std::uint32_t prediction_limit_;
     bool one_sequence_per_step_;
     mutable std::mutex mu_;

@@ -2,12 +2,14 @@
 // budget buys, the disk traffic that implies, and a short random-read probe of the disk.
 //
 // compute_bytes (forward-pass buffers and fixed overhead) is an estimate that errs high:
-//   once per model (the batch engine's forward_runner, whose steps hold every sequence's tokens; see
-//   forward_scratch), with k = max(n_expert_used, 1):
+//   once per model (the batch engine's forward_runner, whose steps hold every sequence's tokens, and its prefill
+//   runner of min(n_batch, prefill_step_tokens) tokens for new prompts beside a step; see forward_scratch), with
+//   n_batch the sum of both runners' batches and k = max(n_expert_used, 1):
 //     floats: x, xn, tmp [n_batch][n_embd]; q, k, v [n_batch][q_dim | kv_dim | v_dim];
 //             attn [n_batch][n_head * head_dim_v]; gate, up [n_batch * k][max(n_ff, n_ff_exp)];
 //             moe_out [n_batch * k][n_embd]; router [n_batch][n_expert]; weights, ids, selections 4 x [n_batch * k];
-//             shared-expert hidden 2 x [n_batch][n_ff_shexp];
+//             shared-expert hidden 2 x [n_batch][n_ff_shexp]; MoE: the next layer's prediction [n_batch] x
+//             (n_embd + n_expert + 2k) and its prepared router input;
 //     prepared activations: 4 rows of n_embd, k rows of the widest hidden size, 1 row of n_ff_shexp, per token,
 //             at the widest prepared row of any weight type in the file (never below F32);
 //   per sequence, n_vocab x 28 bytes: the logits and the sampler's candidates, scratch and penalty tables, and the
@@ -18,6 +20,8 @@
 //             head over the context;
 //   fixed: 64 MiB (allocator slack, thread stacks, io rings, the server) + n_vocab x 128 bytes of tokenizer tables.
 #include "runtime/engine/memory_plan.hpp"
+
+#include "runtime/engine/batch_engine.hpp"
 
 #include "base/async_event.hpp"
 #include "io/dma_buffer.hpp"
@@ -148,7 +152,8 @@ std::uint64_t widest_prepared_row(const gguf::model_files& files, std::uint64_t 
 
 /// Forward-pass buffers and fixed overhead (the formula is at the top of this file).
 std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::model_hparams& hp, const plan_inputs& in) {
-    const std::uint64_t b = std::max(1u, in.n_batch);
+    // The step's runner and the prefill runner beside it: every buffer below is per token of a runner's batch.
+    const std::uint64_t b = std::max(1u, in.n_batch) + std::min(std::max(1u, in.n_batch), prefill_step_tokens);
     const std::uint64_t k = std::max(1u, hp.n_expert_used);
     const std::uint64_t ff = std::max(hp.n_ff, hp.n_ff_exp);
     std::uint64_t floats = 3 * b * hp.n_embd;
@@ -157,6 +162,7 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
     floats += 2 * b * k * ff;
     if (hp.is_moe()) {
         floats += b * k * hp.n_embd + b * hp.n_expert + 4 * b * k;
+        floats += b * (hp.n_embd + hp.n_expert + 2 * k); // the next layer's prediction: its input, router, choice
     }
     floats += 2 * b * hp.n_ff_shexp;
     std::uint64_t mla_thread = 0;
@@ -170,6 +176,9 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
     std::uint64_t act = 4 * widest_prepared_row(files, hp.n_embd) * b;
     act += widest_prepared_row(files, hidden) * b * k;
     act += widest_prepared_row(files, hp.n_ff_shexp) * b;
+    if (hp.is_moe()) {
+        act += widest_prepared_row(files, hp.n_embd) * b; // the prediction's prepared router input
+    }
     const std::uint64_t scratch = floats * sizeof(float) + act;
     const std::uint64_t per_seq = std::uint64_t{hp.n_vocab} * (vocab_bytes_per_sequence + sizeof(float));
     const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float) + mla_thread;

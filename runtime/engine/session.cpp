@@ -171,7 +171,7 @@ boost::asio::awaitable<result<void>> session::state::prefill(std::span<const std
         if (interval != 0) {
             n = std::min<std::size_t>(n, interval - cache_.size() % interval);
         }
-        auto r = co_await runner_.forward(cache_, tokens.first(n), models::logits_mode::last, logits);
+        auto r = co_await runner_.forward(cache_, tokens.first(n), models::logits_mode::last, logits, true);
         if (!r) {
             drop_partial_step();
             co_return r;

@@ -128,28 +128,35 @@ void expert_cache::fetch(expert_batch& batch, std::uint32_t layer, std::span<con
     batch.reset(batch_purpose::fetch, layer, ids);
     std::lock_guard lock(mu_);
     auto& lc = counters_.layers[layer];
+    // First every expert already in a slot (ready or being read) is pinned, then the others take slots: a miss
+    // earlier in the list must never evict an expert that a later entry of the same request would have found.
     for (std::uint32_t i = 0; i < batch.size(); ++i) {
         const auto expert = batch.expert(i);
         policy_->on_access(layer, expert);
-        auto s = pool_.find(layer, expert);
+        const auto s = pool_.find(layer, expert);
         const bool hit = s != none && slots_[static_cast<std::size_t>(s)].state == slot_state::ready;
         ++(hit ? lc.hits : lc.misses);
         ++(hit ? counters_.hits : counters_.misses);
-        if (s != none) {
-            auto& x = slots_[static_cast<std::size_t>(s)];
-            if (x.prefetched) { // predicted right (its read may still be running)
-                ++counters_.prefetch_used;
-                x.prefetched = false;
-            }
-            attach_entry(batch, i, s);
+        if (s == none) {
             continue;
         }
-        s = take_slot();
+        auto& x = slots_[static_cast<std::size_t>(s)];
+        if (x.prefetched) { // predicted right (its read may still be running)
+            ++counters_.prefetch_used;
+            x.prefetched = false;
+        }
+        attach_entry(batch, i, s);
+    }
+    for (std::uint32_t i = 0; i < batch.size(); ++i) {
+        if (batch.at(i).slot != none) {
+            continue;
+        }
+        const auto s = take_slot();
         if (s == none) {
             queued_.push_back({&batch, i}); // every slot is in use: wait for one
             continue;
         }
-        start_load(s, layer, expert, false);
+        start_load(s, layer, batch.expert(i), false);
         attach_entry(batch, i, s);
     }
 }
@@ -163,22 +170,33 @@ void expert_cache::prefetch(expert_batch& batch, std::uint32_t layer, std::span<
         return;
     }
     std::lock_guard lock(mu_);
+    // Predicted experts already in a slot are watched first and, when evictable, count as just used (they are
+    // about to be), so that reading the others never evicts one of them.
+    for (std::uint32_t i = 0; i < batch.size(); ++i) {
+        const auto s = pool_.find(layer, batch.expert(i));
+        if (s == none) {
+            continue;
+        }
+        const auto& x = slots_[static_cast<std::size_t>(s)];
+        if (x.pins == 0 && x.state == slot_state::ready) {
+            policy_->on_pinned(static_cast<std::uint32_t>(s));
+            policy_->on_evictable(static_cast<std::uint32_t>(s), layer, batch.expert(i), x.prefetched);
+        }
+        attach_entry(batch, i, s);
+    }
     // A slot wanted by a fetch that is waiting for one is never taken by a prediction.
     bool room = queued_.empty();
     for (std::uint32_t i = 0; i < batch.size(); ++i) {
-        const auto expert = batch.expert(i);
-        auto s = pool_.find(layer, expert);
-        if (s == none && room) {
-            s = take_slot();
-            room = s != none;
-            if (room) {
-                start_load(s, layer, expert, true);
-            }
+        if (batch.at(i).slot != none) {
+            continue;
         }
+        const auto s = room ? take_slot() : none;
+        room = s != none;
         if (s == none) {
             batch.publish(i, entry_state::released); // no room: not read, nothing to track
             continue;
         }
+        start_load(s, layer, batch.expert(i), true);
         attach_entry(batch, i, s);
     }
 }

@@ -9,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 namespace sluice::models {
 
@@ -190,7 +191,8 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
             req = {n - 1, 1, logits.data()};
         }
         const batch_segment seg{&cache, cache.size(), 0, n};
-        if (auto r = co_await run_batch(tokens.subspan(done, n), std::span(&seg, 1), std::span(&req, 1), 0); !r) {
+        if (auto r = co_await run_batch(tokens.subspan(done, n), std::span(&seg, 1), std::span(&req, 1), 0, nullptr);
+            !r) {
             co_return r;
         }
         done += n;
@@ -222,11 +224,11 @@ boost::asio::awaitable<result<void>> forward_runner::forward_rows(kv_cache& cach
     const logits_request req = mode == logits_mode::all ? logits_request{0, count, logits.data()}
                                                         : logits_request{count - 1, 1, logits.data()};
     const batch_segment seg{&cache, cache.size(), 0, count};
-    co_return co_await run_batch(row_tokens_, std::span(&seg, 1), std::span(&req, 1), 0, rows.data());
+    co_return co_await run_batch(row_tokens_, std::span(&seg, 1), std::span(&req, 1), 0, nullptr, rows.data());
 }
 
 boost::asio::awaitable<result<void>> forward_runner::forward_step(std::span<const sequence_step> steps,
-                                                                  std::uint32_t prediction_limit) {
+                                                                  std::uint32_t prediction_limit, yield_hook* yield) {
     step_tokens_.clear();
     step_segments_.clear();
     step_logits_.clear();
@@ -252,13 +254,14 @@ boost::asio::awaitable<result<void>> forward_runner::forward_step(std::span<cons
     scratch_.moe.prediction.bind(executor);
     experts_->attach(executor);
     const detach_guard guard{experts_, &scratch_};
-    co_return co_await run_batch(step_tokens_, step_segments_, step_logits_, prediction_limit);
+    co_return co_await run_batch(step_tokens_, step_segments_, step_logits_, prediction_limit,
+                                 routing_.log != nullptr ? nullptr : yield);
 }
 
 boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const std::int32_t> tokens,
                                                                std::span<const batch_segment> segments,
                                                                std::span<const logits_request> logits,
-                                                               std::uint32_t prediction_limit,
+                                                               std::uint32_t prediction_limit, yield_hook* yield,
                                                                const float* input_rows) {
     const auto& hp = *hp_;
     const auto& emb = weights_->token_embd;
@@ -281,11 +284,15 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const s
     if (logits.size() > 1 && wanted != 0) {
         gathered_logits_.resize(wanted * std::size_t{hp.n_vocab});
     }
-    // The whole batch is one team job; it stops early only when a layer stalls on its experts: the runner awaits
-    // the fetch, then a new job resumes that layer and goes on.
+    // The whole batch is one team job; it stops early when a layer stalls on its experts (the runner awaits the
+    // fetch, then a new job resumes that layer and goes on) or, with a yield hook that wants to run, between two
+    // layers (the runner awaits the hook, then a new job starts at the next layer).
     std::optional<layer_stall> resume_at;
+    std::uint32_t start_layer = 0; // after a yield: the layer to go on with
+    bool yield_now = false;        // member 0's reading of the hook, for every member after a barrier
     while (true) {
         std::optional<layer_stall> stalled;
+        std::optional<std::uint32_t> yielded;
         co_await runtime::run_team(*pool_, [&](std::size_t t, std::size_t n, runtime::team_barrier& b) {
             const team_member m{t, n, b};
             std::uint32_t il = 0;
@@ -300,6 +307,8 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const s
                     return stop(st);
                 }
                 il = resume_at->layer + 1;
+            } else if (start_layer > 0) {
+                il = start_layer;
             } else {
                 const runtime::slice tok(n_tok, t, n);
                 for (std::size_t i = tok.begin; i < tok.end; ++i) {
@@ -317,16 +326,37 @@ boost::asio::awaitable<result<void>> forward_runner::run_batch(std::span<const s
                 if (!st.done()) {
                     return stop(st);
                 }
+                if (yield != nullptr && il + 1 < hp.n_layer) {
+                    if (m.index == 0) {
+                        yield_now = yield->wanted();
+                    }
+                    m.sync(); // every member reads member 0's answer (it writes again only after the next layer)
+                    if (yield_now) {
+                        if (m.index == 0) {
+                            yielded = il + 1;
+                        }
+                        return;
+                    }
+                }
             }
             if (wanted != 0) {
                 output_logits(logits, wanted, m);
             }
         });
+        if (yielded) {
+            co_await yield->run();
+            resume_at.reset();
+            start_layer = *yielded;
+            continue;
+        }
         if (!stalled) {
             break;
         }
-        if (auto r = co_await stalled->fetch->wait_progress(); !r) {
-            co_return r.error().with_context("layer " + std::to_string(stalled->layer) + " experts");
+        const auto wait_start = std::chrono::steady_clock::now();
+        auto waited = co_await stalled->fetch->wait_progress();
+        expert_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+        if (!waited) {
+            co_return waited.error().with_context("layer " + std::to_string(stalled->layer) + " experts");
         }
         resume_at = stalled;
     }

@@ -179,6 +179,18 @@ private:
     forward_scratch* scratch_;
 };
 
+/// Lets a long forward step step aside between layers for more urgent work (a new prompt's prefill on another
+/// runner): `wanted` is asked by one compute thread after each layer but the last; when it says yes, the step's
+/// compute stops at that layer boundary, the runner awaits `run` on its executor, then goes on with the next layer.
+class yield_hook {
+public:
+    virtual ~yield_hook() = default;
+    /// Compute thread, cheap (an atomic load): whether `run` has something to do.
+    [[nodiscard]] virtual bool wanted() const noexcept = 0;
+    /// On the runner's executor, between two layers of its step (no team job of the step is running).
+    virtual boost::asio::awaitable<void> run() = 0;
+};
+
 /// Which logits a forward call produces.
 enum class logits_mode {
     last, ///< the last token's (decode, end of prefill)
@@ -220,13 +232,16 @@ public:
     /// Runs the tokens of several sequences as one batch: every matmul, the router and the experts (each distinct
     /// expert fetched once) run over the rows of all of them; attention and recurrent state per sequence. The
     /// tokens together fit max_batch(), each sequence's fit its cache's max_append() and room (check()); the caches
-    /// are distinct. `prediction_limit` caps the next layer's prefetch (0: none). Error: an expert read failure
-    /// (no cache advances then).
+    /// are distinct. `prediction_limit` caps the next layer's prefetch (0: none). With `yield`, the step stops
+    /// between layers whenever it wants to run (see yield_hook). Error: an expert read failure (no cache advances
+    /// then).
     boost::asio::awaitable<result<void>> forward_step(std::span<const sequence_step> steps,
-                                                      std::uint32_t prediction_limit = 0);
+                                                      std::uint32_t prediction_limit = 0, yield_hook* yield = nullptr);
     /// Whether `tokens` may be appended to `cache`: ids in the vocabulary, not empty, room left.
     [[nodiscard]] result<void> check(const kv_cache& cache, std::span<const std::int32_t> tokens) const;
     [[nodiscard]] std::uint32_t max_batch() const noexcept { return scratch_.max_batch; }
+    /// Seconds this runner's passes have stalled on expert reads since it was made (the runner's own thread).
+    [[nodiscard]] double expert_wait_seconds() const noexcept { return expert_wait_s_; }
 
 private:
     /// Rows of the batch whose logits a batch writes, and where.
@@ -238,7 +253,8 @@ private:
     boost::asio::awaitable<result<void>> run_batch(std::span<const std::int32_t> tokens,
                                                    std::span<const batch_segment> segments,
                                                    std::span<const logits_request> logits,
-                                                   std::uint32_t prediction_limit, const float* input_rows = nullptr);
+                                                   std::uint32_t prediction_limit, yield_hook* yield,
+                                                   const float* input_rows = nullptr);
     void output_logits(std::span<const logits_request> reqs, std::size_t total, const team_member& m);
 
     const architecture* arch_;
@@ -253,6 +269,7 @@ private:
     std::vector<logits_request> step_logits_;
     std::vector<float> gathered_logits_;        ///< several sequences' logits rows before they are handed out
     std::vector<std::int32_t> row_tokens_;      ///< forward_rows: placeholder ids of its rows (never looked up)
+    double expert_wait_s_ = 0;                  ///< see expert_wait_seconds
 };
 
 } // namespace sluice::models

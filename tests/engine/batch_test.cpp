@@ -196,6 +196,81 @@ INSTANTIATE_TEST_SUITE_P(engine, batched_step,
                              return n;
                          });
 
+// A yield hook that, at its first chance, runs another sequence's prompt as a step on a second runner.
+class prompt_between_layers final : public models::yield_hook {
+public:
+    prompt_between_layers(models::forward_runner& other, models::kv_cache& cache, std::span<const std::int32_t> prompt,
+                          std::vector<float>& logits)
+        : other_(&other), cache_(&cache), prompt_(prompt), logits_(&logits) {}
+    [[nodiscard]] bool wanted() const noexcept override { return calls == 0; }
+    boost::asio::awaitable<void> run() override {
+        ++calls;
+        logits_->resize(std::size_t{other_->hparams().n_vocab});
+        const models::forward_runner::sequence_step st{cache_, prompt_, static_cast<std::uint32_t>(prompt_.size() - 1),
+                                                       1, logits_->data()};
+        outcome = co_await other_->forward_step(std::span(&st, 1));
+    }
+    int calls = 0;
+    result<void> outcome = make_error(std::errc::operation_not_permitted, "not run");
+
+private:
+    models::forward_runner* other_;
+    models::kv_cache* cache_;
+    std::span<const std::int32_t> prompt_;
+    std::vector<float>* logits_;
+};
+
+// A step that makes way between two layers for another runner's prompt (the batch engine's prefill step) computes
+// exactly what it computes without stopping, and the prompt run in between gets the logits it gets alone.
+TEST(forward_step, a_step_that_makes_way_between_layers_computes_the_same_logits) {
+    const auto m = load_model(tiny_model("qwen3moe", quant_type::q8_0), 64, 128);
+    ASSERT_GE(m->hparams().n_layer, 2u);
+    const auto n_vocab = std::size_t{m->hparams().n_vocab};
+    const auto layout = models::cache_layout_of(m->arch(), m->hparams());
+    const std::vector<std::vector<std::int32_t>> prompts{random_tokens(5, 300), random_tokens(9, 301),
+                                                         random_tokens(3, 302)};
+    const auto side_prompt = random_tokens(7, 303);
+    using step = models::forward_runner::sequence_step;
+    // The sequences' step, with or without a hook; [sequence][rows of its logits].
+    auto run_step = [&](models::yield_hook* hook) {
+        models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 64);
+        std::vector<models::kv_cache> caches;
+        std::vector<std::vector<float>> logits(prompts.size());
+        std::vector<step> steps;
+        caches.reserve(prompts.size());
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            caches.emplace_back(layout, 128);
+            logits[i].resize(prompts[i].size() * n_vocab);
+            steps.push_back({&caches[i], prompts[i], 0, static_cast<std::uint32_t>(prompts[i].size()),
+                             logits[i].data()});
+        }
+        auto r = run_sync<result<void>>([&] { return runner.forward_step(steps, 0, hook); });
+        EXPECT_TRUE(r) << r.error().message;
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            EXPECT_EQ(caches[i].size(), prompts[i].size());
+        }
+        return logits;
+    };
+    const auto straight = run_step(nullptr);
+    models::forward_runner other(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 16);
+    models::kv_cache side_cache(layout, 128);
+    std::vector<float> side_logits;
+    prompt_between_layers hook(other, side_cache, side_prompt, side_logits);
+    const auto made_way = run_step(&hook);
+    EXPECT_EQ(hook.calls, 1);
+    ASSERT_TRUE(hook.outcome) << hook.outcome.error().message;
+    EXPECT_EQ(made_way, straight) << "stopping between layers changed the step's logits";
+    // The prompt run in between, against the same prompt alone.
+    models::forward_runner alone_runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 16);
+    models::kv_cache alone_cache(layout, 128);
+    std::vector<float> alone;
+    auto r = run_sync<result<void>>(
+        [&] { return alone_runner.forward(alone_cache, side_prompt, models::logits_mode::last, alone); });
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(side_cache.size(), side_prompt.size());
+    EXPECT_EQ(side_logits, alone);
+}
+
 // Many sessions on one model ----------------------------------------------------------------------------
 
 std::shared_ptr<model> bundled() {
@@ -385,6 +460,48 @@ TEST(concurrent_sessions, cancelling_one_of_several_leaves_the_others_exact) {
     EXPECT_EQ(again.error, "");
     EXPECT_EQ(again.tokens, alone[2].tokens);
     EXPECT_GT(again.summary.cached_tokens, 0u);
+}
+
+// A request that comes while other sessions decode gets its prompt run as a prefill step of its own (ahead of the
+// next step, or between two layers of the step in progress) and, like the others, answers as it does alone.
+TEST(concurrent_sessions, a_prompt_beside_decoding_sessions_runs_as_a_prefill_step_and_answers_as_alone) {
+    const auto m = bundled();
+    const auto qs = questions(5);
+    std::vector<generate_request> reqs;
+    std::vector<outcome> alone;
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+        auto req = greedy(qs[i], 32);
+        req.ignore_eos = i < 4; // the first four are still decoding when the fifth comes
+        reqs.push_back(req);
+        alone.push_back(concurrently(m, {req}).front());
+        ASSERT_EQ(alone.back().error, "");
+    }
+    const auto before = m->batch()->counters();
+    boost::asio::io_context io;
+    std::vector<std::unique_ptr<session>> sessions;
+    std::vector<outcome> out(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        sessions.push_back(std::make_unique<session>(m));
+    }
+    std::size_t prefill_steps_when_fifth_came = 0;
+    auto fifth = [&] { // after the fourth session's third token
+        prefill_steps_when_fifth_came = m->batch()->counters().prefill_steps;
+        boost::asio::co_spawn(io, consume(*sessions[4], reqs[4], out[4]), boost::asio::detached);
+    };
+    for (std::size_t i = 0; i < 4; ++i) {
+        boost::asio::co_spawn(io, i == 3 ? consume(*sessions[i], reqs[i], out[i], 3, fifth)
+                                         : consume(*sessions[i], reqs[i], out[i]),
+                              boost::asio::detached);
+    }
+    io.run();
+    const auto after = m->batch()->counters();
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        EXPECT_EQ(out[i].error, "");
+        EXPECT_EQ(out[i].tokens, alone[i].tokens) << "request " << i;
+    }
+    EXPECT_GT(after.prefill_steps, prefill_steps_when_fifth_came) << "the fifth prompt did not run as a prefill step";
+    EXPECT_GT(prefill_steps_when_fifth_came, before.prefill_steps); // the first four prompts did too
+    EXPECT_GE(after.widest_step, 2u);
 }
 
 // Cross-slot prompt reuse: a session whose own cache is empty copies the longest prefix another session of the model

@@ -323,6 +323,62 @@ TEST(expert_cache, entries_wait_for_a_slot_when_every_slot_is_held) {
     EXPECT_EQ(f.cache->counters().evictions, 1u);
 }
 
+// Fills a cache of two slots with experts 0 then 1 of layer 0 (released: 0 is the least recently used).
+void fill_two_slots(cache_fixture& f, experts::expert_batch& b) {
+    for (const std::int32_t e : {0, 1}) {
+        f.cache->fetch(b, 0, std::span(&e, 1));
+        f.run_until([&] { return b.ready(0); });
+        ASSERT_TRUE(b.ready(0));
+        f.cache->release_all(b);
+    }
+}
+
+// A step of many sequences asks for more experts than a cache holds between its visits to a layer, so the least
+// recently used slot often holds an expert that the same request asks for: a miss listed before it must not evict it.
+TEST(expert_cache, a_fetch_never_evicts_an_expert_it_asked_for) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 2);
+    experts::expert_batch b;
+    b.reserve(f.hp.n_expert);
+    b.bind(f.io.get_executor());
+    fill_two_slots(f, b);
+    const auto before = f.cache->counters();
+    const std::vector<std::int32_t> ids{2, 0}; // 2 is missing; 0 is cached, in the least recently used slot
+    f.cache->fetch(b, 0, ids);
+    EXPECT_TRUE(b.ready(1)) << "the cached expert was evicted by the miss listed before it";
+    f.run_until([&] { return b.ready(0) && b.ready(1); });
+    ASSERT_TRUE(b.ready(0) && b.ready(1));
+    f.cache->release_all(b);
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.hits - before.hits, 1u);
+    EXPECT_EQ(c.misses - before.misses, 1u);
+    EXPECT_EQ(c.evictions - before.evictions, 1u); // expert 1's slot
+    EXPECT_EQ(c.reads - before.reads, 3u);         // expert 2's gate, up and down only
+}
+
+// A prediction that finds some of its experts cached keeps them: reading the others evicts other slots, and the
+// layer's fetch then finds every predicted expert in memory.
+TEST(expert_cache, a_prediction_keeps_the_predicted_experts_it_finds) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 2);
+    experts::expert_batch b, prediction;
+    for (auto* x : {&b, &prediction}) {
+        x->reserve(f.hp.n_expert);
+        x->bind(f.io.get_executor());
+    }
+    fill_two_slots(f, b);
+    const auto before = f.cache->counters();
+    const std::vector<std::int32_t> predicted{2, 0}; // 0 is cached, in the least recently used slot
+    f.cache->prefetch(prediction, 0, predicted);
+    f.run_until([&] { return prediction.ready(0) && prediction.ready(1); });
+    f.cache->release_all(prediction);
+    f.cache->fetch(b, 0, predicted);
+    EXPECT_TRUE(b.ready(0) && b.ready(1));
+    f.cache->release_all(b);
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.hits - before.hits, 2u);
+    EXPECT_EQ(c.evictions - before.evictions, 1u) << "a predicted expert was evicted by the prediction itself";
+    EXPECT_EQ(c.reads - before.reads, 3u); // expert 2's gate, up and down only
+}
+
 TEST(expert_cache, a_failed_read_fails_the_batch_with_the_reason_and_the_next_fetch_reads_again) {
     const auto source = test::tiny_model("qwen3moe", quant_type::q8_0);
     const auto path = test::scratch_dir() / "expert-core-truncated.gguf";

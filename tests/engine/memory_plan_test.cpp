@@ -1,6 +1,7 @@
 // The memory planner on generated models: sizes parsed from text, everything resident when the budget holds the
 // model, an expert cache of the bytes left when it does not, an error with the numbers when even the smallest
 // cache does not fit, the plan's JSON keys, and the disk probe through the real io_uring reader.
+#include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/forward.hpp"
@@ -183,7 +184,9 @@ TEST(plan_memory, matches_what_a_loaded_model_allocates) {
         ASSERT_TRUE(p) << p.error().message;
         EXPECT_EQ(p->kv_bytes,
                   models::kv_cache(models::cache_layout_of(loaded->arch(), loaded->hparams()), 256).bytes());
-        const auto scratch = scratch_bytes(loaded->hparams(), loaded->weights(), 64);
+        // The batch engine's step runner of 64 tokens and its prefill runner beside it.
+        const auto scratch = scratch_bytes(loaded->hparams(), loaded->weights(), 64) +
+                             scratch_bytes(loaded->hparams(), loaded->weights(), std::min(64u, prefill_step_tokens));
         EXPECT_GE(p->compute_bytes, 64 * mi + scratch + loaded->hparams().n_vocab * sizeof(float));
         EXPECT_LE(p->compute_bytes, 64 * mi + 2 * scratch + 64 * 1024 * loaded->hparams().n_vocab / 256);
     }

@@ -122,6 +122,14 @@ TEST(metrics, counters_move_by_what_completions_and_a_404_did) {
     EXPECT_EQ(value(after, "sluice_requests_queued"), 0);
     EXPECT_GT(value(after, "sluice_kv_cache_tokens"), 0);
     EXPECT_GT(value(after, "sluice_model_resident_bytes"), 0);
+    // The batch engine ran both prompts as prefill steps and the decode tokens as steps.
+    const auto moved = [&](const std::string& name) { return value(after, name) - value(before, name); };
+    EXPECT_GT(moved("sluice_batch_steps_total"), 0);
+    EXPECT_GE(moved("sluice_batch_prefill_steps_total"), 1);
+    EXPECT_GE(moved("sluice_batch_sequence_rows_total"), moved("sluice_batch_steps_total"));
+    EXPECT_GE(moved("sluice_batch_tokens_total"),
+              moved("sluice_batch_prefill_tokens_total") + moved("sluice_batch_steps_total"));
+    EXPECT_GT(moved("sluice_batch_step_seconds_total"), 0);
 }
 
 TEST(metrics, exposition_parses_and_histograms_are_cumulative_ending_with_inf) {
