@@ -29,8 +29,7 @@ std::size_t tile_rows(std::size_t w_row_bytes) {
 // out[t][r] for each r in range. Whole groups go straight to the kernel; a group cut by the range is computed
 // into scratch and copied. Below AVX-512 a group is unpacked to GGUF rows and takes the level's dot kernel.
 void x16_rows(const void* w, std::size_t w_row_bytes, std::size_t row_begin, std::size_t row_end, std::size_t cols,
-              const std::uint8_t* act, std::size_t act_stride, std::size_t n_tokens, float* const* out,
-              isa_level isa) {
+              const std::uint8_t* act, std::size_t act_stride, std::size_t n_tokens, float* const* out, isa_level isa) {
     constexpr std::size_t g_rows = q4_k_x16_rows;
     const std::size_t group_bytes = g_rows * w_row_bytes;
     const auto* wb = static_cast<const std::uint8_t*>(w);
@@ -54,7 +53,8 @@ void x16_rows(const void* w, std::size_t w_row_bytes, std::size_t row_begin, std
             unpack_q4_k_x16(wb + g * group_bytes, cols / qk_k, rows_copy.data(), w_row_bytes);
             for (std::size_t t = 0; t < n_tokens; ++t) {
                 for (std::size_t r = 0; r < g_rows; ++r) {
-                    ptrs[t][(g - g0) * g_rows + r] = k.dot(cols, rows_copy.data() + r * w_row_bytes, act + t * act_stride);
+                    ptrs[t][(g - g0) * g_rows + r] =
+                        k.dot(cols, rows_copy.data() + r * w_row_bytes, act + t * act_stride);
                 }
             }
         }

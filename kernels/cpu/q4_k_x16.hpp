@@ -34,8 +34,8 @@ namespace avx512 {
 /// out[t][16g + r] = dot(row r of group g, activation row t) for g < n_groups and t < n_tokens: groups of the
 /// q4_k_x16 layout (`cols` values per row) at w, Q8_K activation rows at act + t * act_stride. Bit-identical
 /// to the scalar dot_q4_k of each row.
-void matmul_q4_k_x16(std::size_t cols, const void* w, std::size_t n_groups, const void* act,
-                     std::size_t act_stride, std::size_t n_tokens, float* const* out);
+void matmul_q4_k_x16(std::size_t cols, const void* w, std::size_t n_groups, const void* act, std::size_t act_stride,
+                     std::size_t n_tokens, float* const* out);
 } // namespace avx512
 
 } // namespace sluice::kernels

@@ -37,8 +37,8 @@ void group_tokens(std::size_t nb, const block_q4_k_x16* x, const block_q8_k* con
         const __m512i lo0 = _mm512_loadu_si512(g.scales_lo);
         const __m512i lo1 = _mm512_loadu_si512(g.scales_lo + 64);
         const __m512i hi = _mm512_loadu_si512(g.scales_hi);
-        _mm512_store_si512(sm, _mm512_or_si512(_mm512_and_si512(lo0, low4),
-                                               _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45)));
+        _mm512_store_si512(
+            sm, _mm512_or_si512(_mm512_and_si512(lo0, low4), _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45)));
         _mm512_store_si512(sm + 64, _mm512_or_si512(_mm512_and_si512(lo1, low4), _mm512_and_si512(hi, bits45)));
         _mm512_store_si512(sm + 128, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo0, 4), low4),
                                                      _mm512_and_si512(_mm512_slli_epi16(hi, 2), bits45)));
@@ -104,10 +104,18 @@ void matmul_q4_k_x16(std::size_t cols, const void* w, std::size_t n_groups, cons
                     y[i] = reinterpret_cast<const block_q8_k*>(ab + (t + i) * act_stride);
                 }
                 switch (n) {
-                case 4: group_tokens<4>(nb, x, y, out + t, 16 * gi); break;
-                case 3: group_tokens<3>(nb, x, y, out + t, 16 * gi); break;
-                case 2: group_tokens<2>(nb, x, y, out + t, 16 * gi); break;
-                default: group_tokens<1>(nb, x, y, out + t, 16 * gi); break;
+                case 4:
+                    group_tokens<4>(nb, x, y, out + t, 16 * gi);
+                    break;
+                case 3:
+                    group_tokens<3>(nb, x, y, out + t, 16 * gi);
+                    break;
+                case 2:
+                    group_tokens<2>(nb, x, y, out + t, 16 * gi);
+                    break;
+                default:
+                    group_tokens<1>(nb, x, y, out + t, 16 * gi);
+                    break;
                 }
             }
         }

@@ -91,9 +91,9 @@ constexpr hybrid_field hybrid_fields[] = {
 /// The matrices of a layer that only ever go through the matrix products (never dequantized row by row or read
 /// as bytes elsewhere), so they may take a repacked layout.
 constexpr weight_view layer_weights::*product_only[] = {
-    &layer_weights::wq,        &layer_weights::wk,         &layer_weights::wv,        &layer_weights::wo,
-    &layer_weights::ffn_gate,  &layer_weights::ffn_up,     &layer_weights::ffn_down,  &layer_weights::gate_exps,
-    &layer_weights::up_exps,   &layer_weights::down_exps,  &layer_weights::shexp_gate, &layer_weights::shexp_up,
+    &layer_weights::wq,         &layer_weights::wk,        &layer_weights::wv,         &layer_weights::wo,
+    &layer_weights::ffn_gate,   &layer_weights::ffn_up,    &layer_weights::ffn_down,   &layer_weights::gate_exps,
+    &layer_weights::up_exps,    &layer_weights::down_exps, &layer_weights::shexp_gate, &layer_weights::shexp_up,
     &layer_weights::shexp_down,
 };
 

@@ -148,8 +148,8 @@ TEST(repack, q4_k_x16_with_non_finite_scales_gives_non_finite_rows_without_crash
     const std::size_t rows = 16, cols = 512, tokens = 2;
     auto w = test::random_weights(rng, q4k, rows, cols);
     const std::uint16_t nan_half = 0x7e00, inf_half = 0x7c00;
-    std::memcpy(w.data() + 3 * *row_bytes(q4k, cols), &nan_half, 2);                // row 3, block 0: d = NaN
-    std::memcpy(w.data() + 7 * *row_bytes(q4k, cols) + 144 + 2, &inf_half, 2);      // row 7, block 1: dmin = Inf
+    std::memcpy(w.data() + 3 * *row_bytes(q4k, cols), &nan_half, 2);           // row 3, block 0: d = NaN
+    std::memcpy(w.data() + 7 * *row_bytes(q4k, cols) + 144 + 2, &inf_half, 2); // row 7, block 1: dmin = Inf
     repack_rows(weight_layout::q4_k_x16, w.data(), rows, cols);
     const auto act = prepared(rng, cols, tokens);
     for (isa_level isa : supported_isas()) {
