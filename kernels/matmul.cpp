@@ -3,6 +3,7 @@
 
 #include "kernels/cpu/blocks.hpp"
 #include "kernels/cpu/format_kernels.hpp"
+#include "kernels/cpu/q4_k_x16.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -22,6 +23,71 @@ const format_kernels& kernels_for(quant_type type, isa_level isa) {
 
 std::size_t tile_rows(std::size_t w_row_bytes) {
     return std::max<std::size_t>(1, tile_bytes / std::max<std::size_t>(1, w_row_bytes));
+}
+
+// Rows [row_begin, row_end) of q4_k_x16 weights against n_tokens prepared rows (row t at act + t*act_stride):
+// out[t][r] for each r in range. Whole groups go straight to the kernel; a group cut by the range is computed
+// into scratch and copied. Below AVX-512 a group is unpacked to GGUF rows and takes the level's dot kernel.
+void x16_rows(const void* w, std::size_t w_row_bytes, std::size_t row_begin, std::size_t row_end, std::size_t cols,
+              const std::uint8_t* act, std::size_t act_stride, std::size_t n_tokens, float* const* out, isa_level isa) {
+    constexpr std::size_t g_rows = q4_k_x16_rows;
+    const std::size_t group_bytes = g_rows * w_row_bytes;
+    const auto* wb = static_cast<const std::uint8_t*>(w);
+    thread_local std::vector<float*> ptrs;
+    thread_local std::vector<float> part;
+    thread_local std::vector<std::uint8_t> rows_copy;
+    const bool simd = std::min(isa, detect_isa()) == isa_level::avx512;
+    const format_kernels& k = kernels_for(quant_type::q4_k, isa);
+    // Groups [g0, g1) into out rows starting at out_row0 (out_base[t] + out_row0 for token t).
+    auto run_groups = [&](std::size_t g0, std::size_t g1, float* const* out_base, std::size_t out_row0) {
+        ptrs.resize(n_tokens);
+        for (std::size_t t = 0; t < n_tokens; ++t) {
+            ptrs[t] = out_base[t] + out_row0;
+        }
+        if (simd) {
+            avx512::matmul_q4_k_x16(cols, wb + g0 * group_bytes, g1 - g0, act, act_stride, n_tokens, ptrs.data());
+            return;
+        }
+        rows_copy.resize(group_bytes);
+        for (std::size_t g = g0; g < g1; ++g) {
+            unpack_q4_k_x16(wb + g * group_bytes, cols / qk_k, rows_copy.data(), w_row_bytes);
+            for (std::size_t t = 0; t < n_tokens; ++t) {
+                for (std::size_t r = 0; r < g_rows; ++r) {
+                    ptrs[t][(g - g0) * g_rows + r] =
+                        k.dot(cols, rows_copy.data() + r * w_row_bytes, act + t * act_stride);
+                }
+            }
+        }
+    };
+    const std::size_t full0 = (row_begin + g_rows - 1) / g_rows, full1 = row_end / g_rows;
+    if (full0 < full1) {
+        run_groups(full0, full1, out, full0 * g_rows);
+    }
+    // Groups the range cuts: at most one at each end (the same one when the range lies inside a group).
+    std::size_t cut[2];
+    std::size_t n_cut = 0;
+    if (row_begin % g_rows != 0 || full0 >= full1) {
+        cut[n_cut++] = row_begin / g_rows;
+    }
+    if (row_end % g_rows != 0 && (n_cut == 0 || row_end / g_rows != cut[0])) {
+        cut[n_cut++] = row_end / g_rows;
+    }
+    thread_local std::vector<float*> part_ptrs;
+    part_ptrs.resize(n_tokens);
+    for (std::size_t c = 0; c < n_cut; ++c) {
+        const std::size_t g = cut[c];
+        part.resize(n_tokens * g_rows);
+        for (std::size_t t = 0; t < n_tokens; ++t) {
+            part_ptrs[t] = part.data() + t * g_rows;
+        }
+        run_groups(g, g + 1, part_ptrs.data(), 0);
+        const std::size_t r0 = std::max(row_begin, g * g_rows), r1 = std::min(row_end, (g + 1) * g_rows);
+        for (std::size_t t = 0; t < n_tokens; ++t) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                out[t][r] = part[t * g_rows + r - g * g_rows];
+            }
+        }
+    }
 }
 
 } // namespace
@@ -155,6 +221,69 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
                 }
             }
         }
+        g0 = g1;
+    }
+}
+
+void matmul_prepared(quant_type type, weight_layout layout, const void* w, std::size_t w_row_bytes,
+                     std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
+                     std::size_t n_tokens, float* y, std::size_t y_stride, isa_level isa) {
+    if (layout == weight_layout::rows) {
+        matmul_prepared(type, w, w_row_bytes, row_begin, row_end, cols, act, n_tokens, y, y_stride, isa);
+        return;
+    }
+    assert(type == quant_type::q4_k && layout == weight_layout::q4_k_x16);
+    if (row_begin >= row_end || n_tokens == 0) {
+        return;
+    }
+    thread_local std::vector<float*> out;
+    out.resize(n_tokens);
+    for (std::size_t t = 0; t < n_tokens; ++t) {
+        out[t] = y + t * y_stride;
+    }
+    x16_rows(w, w_row_bytes, row_begin, row_end, cols, static_cast<const std::uint8_t*>(act),
+             prepared_row_bytes(type, cols), n_tokens, out.data(), isa);
+}
+
+void matmul_experts(quant_type type, weight_layout layout, const void* const* expert_weights, std::size_t w_row_bytes,
+                    std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
+                    const std::int32_t* sel_expert, const std::int32_t* sel_token, std::size_t n_sel, float* y,
+                    std::size_t y_stride, const std::int32_t* sel_out, isa_level isa) {
+    if (layout == weight_layout::rows) {
+        matmul_experts(type, expert_weights, w_row_bytes, row_begin, row_end, cols, act, sel_expert, sel_token, n_sel,
+                       y, y_stride, sel_out, isa);
+        return;
+    }
+    assert(type == quant_type::q4_k && layout == weight_layout::q4_k_x16);
+    if (row_begin >= row_end) {
+        return;
+    }
+    const auto* ab = static_cast<const std::uint8_t*>(act);
+    const std::size_t act_stride = prepared_row_bytes(type, cols);
+    thread_local std::vector<std::size_t> order;
+    thread_local std::vector<std::uint8_t> gathered;
+    thread_local std::vector<float*> out;
+    order.resize(n_sel);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return sel_expert[a] < sel_expert[b]; });
+    for (std::size_t g0 = 0; g0 < n_sel;) {
+        std::size_t g1 = g0;
+        while (g1 < n_sel && sel_expert[order[g1]] == sel_expert[order[g0]]) {
+            ++g1;
+        }
+        // Every token of this expert, activation rows side by side, outputs at their rows of y.
+        const std::size_t n = g1 - g0;
+        gathered.resize(n * act_stride);
+        out.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t s = order[g0 + i];
+            std::copy_n(ab + static_cast<std::size_t>(sel_token[s]) * act_stride, act_stride,
+                        gathered.data() + i * act_stride);
+            out[i] = y + (sel_out ? static_cast<std::size_t>(sel_out[s]) : s) * y_stride;
+        }
+        x16_rows(expert_weights[sel_expert[order[g0]]], w_row_bytes, row_begin, row_end, cols, gathered.data(),
+                 act_stride, n, out.data(), isa);
         g0 = g1;
     }
 }

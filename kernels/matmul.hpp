@@ -3,6 +3,7 @@
 
 #include "kernels/isa.hpp"
 #include "kernels/quant_type.hpp"
+#include "kernels/repack.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,19 @@ void matmul(quant_type type, const void* w, std::size_t rows, std::size_t cols, 
 /// selection order, so an expert's results do not depend on which other experts share the call). Only the
 /// experts named in sel_expert are read.
 void matmul_experts(quant_type type, const void* const* expert_weights, std::size_t w_row_bytes,
+                    std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
+                    const std::int32_t* sel_expert, const std::int32_t* sel_token, std::size_t n_sel, float* y,
+                    std::size_t y_stride, const std::int32_t* sel_out = nullptr, isa_level isa = active_isa());
+
+/// matmul_prepared for weights stored in `layout` (kernels/repack.hpp); `rows` is the function above. Row ranges
+/// need not be aligned to a layout's groups. Results are bit-identical to the rows layout at the AVX-512 level
+/// (both follow the scalar reference's float steps there), so a model may hold some matrices repacked.
+void matmul_prepared(quant_type type, weight_layout layout, const void* w, std::size_t w_row_bytes,
+                     std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
+                     std::size_t n_tokens, float* y, std::size_t y_stride, isa_level isa = active_isa());
+
+/// matmul_experts for expert matrices stored in `layout`; every token of an expert shares its weight loads.
+void matmul_experts(quant_type type, weight_layout layout, const void* const* expert_weights, std::size_t w_row_bytes,
                     std::size_t row_begin, std::size_t row_end, std::size_t cols, const void* act,
                     const std::int32_t* sel_expert, const std::int32_t* sel_token, std::size_t n_sel, float* y,
                     std::size_t y_stride, const std::int32_t* sel_out = nullptr, isa_level isa = active_isa());

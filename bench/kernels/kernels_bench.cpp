@@ -18,6 +18,31 @@ namespace {
 
 using kernels::quant_type;
 
+using kernels::weight_layout;
+
+// A weight format as the kernels see it: its type and the layout its rows are in (repacked Q4_K as "q4_K x16").
+struct format {
+    quant_type type;
+    weight_layout layout = weight_layout::rows;
+};
+
+std::string format_name(format f) {
+    const std::string name(kernels::traits_of(f.type).name);
+    return f.layout == weight_layout::q4_k_x16 ? name + " x16" : name;
+}
+
+// The given formats, plus Q4_K in the layout the engine repacks resident Q4_K matrices into, where it does.
+std::vector<format> with_repacked(std::initializer_list<quant_type> types) {
+    std::vector<format> out;
+    for (quant_type t : types) {
+        out.push_back({t});
+        if (t == quant_type::q4_k && kernels::preferred_layout(t, 768) != weight_layout::rows) {
+            out.push_back({t, kernels::preferred_layout(t, 768)});
+        }
+    }
+    return out;
+}
+
 struct shape {
     std::size_t cols, rows; // "cols x rows": input width x output rows
 };
@@ -39,28 +64,30 @@ std::unique_ptr<std::uint8_t[]> make_buffer(std::size_t bytes) {
 }
 
 // y = W x over `threads` contiguous row ranges; activation preparation is part of the timed work.
-void matvec(runtime::compute_pool& pool, std::size_t threads, quant_type type, const std::uint8_t* w, shape s,
+void matvec(runtime::compute_pool& pool, std::size_t threads, format f, const std::uint8_t* w, shape s,
             const float* x, std::uint8_t* act, float* y, kernels::isa_level isa) {
+    const quant_type type = f.type;
     kernels::prepare_activations(type, x, s.cols, 1, s.cols, act, isa);
     const std::size_t rb = *kernels::row_bytes(type, s.cols);
     pool.run_blocking(threads, [&](std::size_t i) {
         const std::size_t r0 = s.rows * i / threads, r1 = s.rows * (i + 1) / threads;
-        kernels::matmul_prepared(type, w, rb, r0, r1, s.cols, act, 1, y, s.rows, isa);
+        kernels::matmul_prepared(type, f.layout, w, rb, r0, r1, s.cols, act, 1, y, s.rows, isa);
     });
 }
 
-double decode_gbs(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, const std::uint8_t* buf,
+double decode_gbs(runtime::compute_pool& pool, std::size_t threads, format f, shape s, const std::uint8_t* buf,
                   std::size_t buf_bytes, bool hot = false, kernels::isa_level isa = kernels::active_isa()) {
+    const quant_type type = f.type;
     const std::size_t mat_bytes = *kernels::row_bytes(type, s.cols) * s.rows;
     const std::size_t n_mats = hot ? 1 : std::max<std::size_t>(2, std::min(working_set_target, buf_bytes) / mat_bytes);
     std::vector<float> x(s.cols, 0.5f), y(s.rows);
     std::vector<std::uint8_t> act(kernels::prepared_row_bytes(type, s.cols));
-    matvec(pool, threads, type, buf, s, x.data(), act.data(), y.data(), isa); // warm-up
+    matvec(pool, threads, f, buf, s, x.data(), act.data(), y.data(), isa); // warm-up
     std::size_t calls = 0;
     const double t0 = now_seconds();
     double dt = 0;
     while (dt < 0.25 || calls < n_mats) {
-        matvec(pool, threads, type, buf + (calls % n_mats) * mat_bytes, s, x.data(), act.data(), y.data(), isa);
+        matvec(pool, threads, f, buf + (calls % n_mats) * mat_bytes, s, x.data(), act.data(), y.data(), isa);
         ++calls;
         dt = now_seconds() - t0;
     }
@@ -104,10 +131,10 @@ paired median_pairs(Bound bound, Kernel kernel, Share share) {
 }
 
 template <class Share>
-paired decode_vs_read(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s,
+paired decode_vs_read(runtime::compute_pool& pool, std::size_t threads, format f, shape s,
                       const std::uint8_t* buf, std::size_t buf_bytes, Share share) {
     return median_pairs([&] { return read_bandwidth_gbs(pool, threads, buf, 1ull << 30); },
-                        [&] { return decode_gbs(pool, threads, type, s, buf, buf_bytes); }, share);
+                        [&] { return decode_gbs(pool, threads, f, s, buf, buf_bytes); }, share);
 }
 
 // Two threads' FMA peak against twice one thread's: how much of the second core the VM's host left us.
@@ -126,16 +153,16 @@ void run_decode(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::s
     const shape shapes[] = {{2048, 768}, {768, 2048}, {2048, 151936}, {4096, 4096}};
     // Two seconds of the same work first: the first seconds of two-thread decode ran 15-20 % slow here.
     for (int i = 0; i < 4; ++i) {
-        decode_gbs(*pools[i % 2], 1 + i % 2, quant_type::q4_k, shapes[0], buf, buf_bytes);
+        decode_gbs(*pools[i % 2], 1 + i % 2, {quant_type::q4_k}, shapes[0], buf, buf_bytes);
         read_bandwidth_gbs(*pools[i % 2], 1 + i % 2, buf, 1ull << 30);
     }
-    for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16}) {
+    for (format f : with_repacked({quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16})) {
         for (shape s : shapes) {
-            const double mib = static_cast<double>(*kernels::row_bytes(type, s.cols) * s.rows) / (1 << 20);
-            const paired g1 = decode_vs_read(*pools[0], 1, type, s, buf, buf_bytes, one_core);
-            const paired g2 = decode_vs_read(*pools[1], 2, type, s, buf, buf_bytes, two_cores);
+            const double mib = static_cast<double>(*kernels::row_bytes(f.type, s.cols) * s.rows) / (1 << 20);
+            const paired g1 = decode_vs_read(*pools[0], 1, f, s, buf, buf_bytes, one_core);
+            const paired g2 = decode_vs_read(*pools[1], 2, f, s, buf, buf_bytes, two_cores);
             std::printf("| %s | %zu x %zu | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%%%s |\n",
-                        std::string(kernels::traits_of(type).name).c_str(), s.cols, s.rows, mib, g1.kernel_gbs,
+                        format_name(f).c_str(), s.cols, s.rows, mib, g1.kernel_gbs,
                         g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
                         100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "");
             std::fflush(stdout);
@@ -158,19 +185,21 @@ void run_hot(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size
                             quant_type::f16, quant_type::bf16, quant_type::mxfp4, quant_type::q2_k, quant_type::q3_k,
                             quant_type::iq2_xxs, quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs,
                             quant_type::iq3_s, quant_type::iq1_s, quant_type::iq1_m}) {
+        const format f{type};
         std::vector<double> low, act;
         for (int rep = 0; rep < 5; ++rep) {
-            low.push_back(decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true, kernels::isa_level::avx2));
-            act.push_back(decode_gbs(*pools[0], 1, type, {2048, 768}, buf, buf_bytes, true, isa));
+            low.push_back(decode_gbs(*pools[0], 1, f, {2048, 768}, buf, buf_bytes, true, kernels::isa_level::avx2));
+            act.push_back(decode_gbs(*pools[0], 1, f, {2048, 768}, buf, buf_bytes, true, isa));
         }
         const double l = median_of(low), a = median_of(act);
-        std::printf("| %s | %.1f | %.1f | %.2f |\n", std::string(kernels::traits_of(type).name).c_str(), l, a, a / l);
+        std::printf("| %s | %.1f | %.1f | %.2f |\n", format_name(f).c_str(), l, a, a / l);
         std::fflush(stdout);
     }
 }
 
-double prefill_gflops(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, std::size_t tokens,
+double prefill_gflops(runtime::compute_pool& pool, std::size_t threads, format f, shape s, std::size_t tokens,
                       const std::uint8_t* w) {
+    const quant_type type = f.type;
     std::vector<float> x(s.cols * tokens, 0.5f), y(s.rows * tokens);
     std::vector<std::uint8_t> act(kernels::prepared_row_bytes(type, s.cols) * tokens);
     const std::size_t rb = *kernels::row_bytes(type, s.cols);
@@ -179,7 +208,7 @@ double prefill_gflops(runtime::compute_pool& pool, std::size_t threads, quant_ty
         kernels::prepare_activations(type, x.data(), s.cols, tokens, s.cols, act.data());
         pool.run_blocking(n_tasks, [&](std::size_t i) {
             const std::size_t r0 = s.rows * i / n_tasks, r1 = s.rows * (i + 1) / n_tasks;
-            kernels::matmul_prepared(type, w, rb, r0, r1, s.cols, act.data(), tokens, y.data(), s.rows);
+            kernels::matmul_prepared(type, f.layout, w, rb, r0, r1, s.cols, act.data(), tokens, y.data(), s.rows);
         });
     };
     once();
@@ -193,10 +222,10 @@ double prefill_gflops(runtime::compute_pool& pool, std::size_t threads, quant_ty
 }
 
 template <class Share>
-paired prefill_vs_peak(runtime::compute_pool& pool, std::size_t threads, quant_type type, shape s, std::size_t tokens,
+paired prefill_vs_peak(runtime::compute_pool& pool, std::size_t threads, format f, shape s, std::size_t tokens,
                        const std::uint8_t* w, Share share) {
     return median_pairs([&] { return peak_gflops(kernels::active_isa(), threads, pool); },
-                        [&] { return prefill_gflops(pool, threads, type, s, tokens, w); }, share);
+                        [&] { return prefill_gflops(pool, threads, f, s, tokens, w); }, share);
 }
 
 void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
@@ -206,12 +235,13 @@ void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
         "\n| format | matrix | tokens | 1 thread GFLOP/s | f32 peak | %% | 2 threads GFLOP/s | f32 peak | %% |\n");
     std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     const shape s{4096, 4096};
-    for (quant_type type : {quant_type::q4_k, quant_type::q8_0, quant_type::q6_k, quant_type::f16, quant_type::bf16}) {
+    for (format f :
+         with_repacked({quant_type::q4_k, quant_type::q8_0, quant_type::q6_k, quant_type::f16, quant_type::bf16})) {
         for (std::size_t tokens : {64, 512}) {
-            const paired g1 = prefill_vs_peak(*pools[0], 1, type, s, tokens, buf, one_core);
-            const paired g2 = prefill_vs_peak(*pools[1], 2, type, s, tokens, buf, two_cores);
+            const paired g1 = prefill_vs_peak(*pools[0], 1, f, s, tokens, buf, one_core);
+            const paired g2 = prefill_vs_peak(*pools[1], 2, f, s, tokens, buf, two_cores);
             std::printf("| %s | %zu x %zu | %zu | %.1f | %.0f | %.0f%% | %.1f | %.0f | %.0f%%%s |\n",
-                        std::string(kernels::traits_of(type).name).c_str(), s.cols, s.rows, tokens, g1.kernel_gbs,
+                        format_name(f).c_str(), s.cols, s.rows, tokens, g1.kernel_gbs,
                         g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
                         100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "");
             std::fflush(stdout);
@@ -224,18 +254,18 @@ void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
 void run_lowbit(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size_t buf_bytes) {
     const auto one_core = [] { return 1.0; };
     const auto two_cores = [&] { return second_core_share(pools); };
-    const quant_type types[] = {quant_type::q4_k,    quant_type::q2_k,   quant_type::q3_k,    quant_type::iq2_xxs,
-                                quant_type::iq2_xs,  quant_type::iq2_s,  quant_type::iq3_xxs, quant_type::iq3_s,
-                                quant_type::iq1_s,   quant_type::iq1_m,  quant_type::mxfp4};
+    const auto formats = with_repacked({quant_type::q4_k, quant_type::q2_k, quant_type::q3_k, quant_type::iq2_xxs,
+                                        quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs, quant_type::iq3_s,
+                                        quant_type::iq1_s, quant_type::iq1_m, quant_type::mxfp4});
     const shape expert{2048, 768};
     std::printf("\n| format | matrix (cols x rows) | 1 thread GB/s | read GB/s | %% | 2 threads GB/s | read GB/s | %% | "
                 "prefill 64, 2 threads GFLOP/s | f32 peak | %% |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (quant_type type : types) {
-        const paired g1 = decode_vs_read(*pools[0], 1, type, expert, buf, buf_bytes, one_core);
-        const paired g2 = decode_vs_read(*pools[1], 2, type, expert, buf, buf_bytes, two_cores);
-        const paired p2 = prefill_vs_peak(*pools[1], 2, type, {2048, 768}, 64, buf, two_cores);
+    for (format f : formats) {
+        const paired g1 = decode_vs_read(*pools[0], 1, f, expert, buf, buf_bytes, one_core);
+        const paired g2 = decode_vs_read(*pools[1], 2, f, expert, buf, buf_bytes, two_cores);
+        const paired p2 = prefill_vs_peak(*pools[1], 2, f, {2048, 768}, 64, buf, two_cores);
         std::printf("| %s | %zu x %zu | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%%%s | %.1f | %.0f | %.0f%% |\n",
-                    std::string(kernels::traits_of(type).name).c_str(), expert.cols, expert.rows, g1.kernel_gbs,
+                    format_name(f).c_str(), expert.cols, expert.rows, g1.kernel_gbs,
                     g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
                     100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "", p2.kernel_gbs, p2.read_gbs,
                     100 * p2.kernel_gbs / p2.read_gbs);

@@ -10,37 +10,57 @@
 
 namespace sluice::kernels::avx512 {
 
-// Blocks b and b+1 share their bookkeeping; a lone last block is paired with itself and its twin's minimum lanes
-// are zero. The float steps are those of dot4_q4_k, so both give bit-identical results.
+// The float steps are the scalar reference's, one per super-block: y.d * (d * S - dmin * M) added to one running
+// sum, with S and M the block's exact integer sums. So these kernels, the 4-token one and the 16-row interleaved
+// kernel (q4_k_x16_avx512.cpp) all give the scalar reference's result bit for bit.
+
+namespace {
+
+// S0, S1 (the 16 lanes of s0 and of s1 summed) and M0, M1 (lanes 0-7 and 8-15 of `mins`), converted to float.
+inline void pair_totals(__m512i s0, __m512i s1, __m512i mins, float* out) {
+    const __m512i w = _mm512_add_epi32(_mm512_shuffle_i64x2(s0, s1, 0x44), _mm512_shuffle_i64x2(s0, s1, 0xee));
+    __m512i z = _mm512_add_epi32(_mm512_shuffle_i64x2(w, mins, 0x88), _mm512_shuffle_i64x2(w, mins, 0xdd));
+    z = _mm512_add_epi32(z, _mm512_shuffle_epi32(z, _MM_PERM_BADC));
+    z = _mm512_add_epi32(z, _mm512_shuffle_epi32(z, _MM_PERM_CDAB));
+    const __m512 f = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+                                           _mm512_cvtepi32_ps(z));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(f));
+}
+
+// One super-block's term, exactly as the scalar reference computes it.
+inline float block_term(float yd, const block_q4_k& x, float s, float m) {
+    return yd * (half(x.d) * s - half(x.dmin) * m);
+}
+
+} // namespace
+
+// Blocks b and b+1 share their bookkeeping; a lone last block is paired with itself and its twin's sums are
+// dropped.
 float dot_q4_k(std::size_t n, const void* w, const void* act) {
     const auto* x = static_cast<const block_q4_k*>(w);
     const auto* y = static_cast<const block_q8_k*>(act);
     const std::size_t nb = n / qk_k;
     const pair_indices ix;
-    __m512 acc = _mm512_setzero_ps();
-    __m512 acc_m = _mm512_setzero_ps();
-    std::size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const __m512i words = pair_words(x[b], x[b + 1]);
-        acc_m = _mm512_fmadd_ps(join_ps(y[b].d * half(x[b].dmin), y[b + 1].d * half(x[b + 1].dmin)),
-                                _mm512_cvtepi32_ps(pair_mins(words, ix, bsums(y[b]), bsums(y[b + 1]))), acc_m);
-        for (int h = 0; h < 2; ++h) {
-            const __m512i q[4] = {nibble_chunk(x[b + h].qs, 0), nibble_chunk(x[b + h].qs, 1),
-                                  nibble_chunk(x[b + h].qs, 2), nibble_chunk(x[b + h].qs, 3)};
-            const __m512i sumi = block_sumi(q, words, ix.idx + 4 * h, y[b + h].qs);
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(y[b + h].d * half(x[b + h].d)), _mm512_cvtepi32_ps(sumi), acc);
+    float sum = 0.0f;
+    for (std::size_t b = 0; b < nb; b += 2) {
+        const bool pair = b + 1 < nb;
+        const std::size_t b1 = pair ? b + 1 : b;
+        const __m512i words = pair_words(x[b], x[b1]);
+        const __m512i mins = pair_mins(words, ix, bsums(y[b]), bsums(y[b1]));
+        const __m512i q0[4] = {nibble_chunk(x[b].qs, 0), nibble_chunk(x[b].qs, 1), nibble_chunk(x[b].qs, 2),
+                               nibble_chunk(x[b].qs, 3)};
+        const __m512i q1[4] = {nibble_chunk(x[b1].qs, 0), nibble_chunk(x[b1].qs, 1), nibble_chunk(x[b1].qs, 2),
+                               nibble_chunk(x[b1].qs, 3)};
+        const __m512i s0 = block_sumi(q0, words, ix.idx, y[b].qs);
+        const __m512i s1 = block_sumi(q1, words, ix.idx + 4, y[b1].qs);
+        alignas(16) float t[4];
+        pair_totals(s0, s1, mins, t);
+        sum += block_term(y[b].d, x[b], t[0], t[2]);
+        if (pair) {
+            sum += block_term(y[b1].d, x[b1], t[1], t[3]);
         }
     }
-    if (b < nb) {
-        const __m512i words = pair_words(x[b], x[b]);
-        acc_m = _mm512_fmadd_ps(join_ps(y[b].d * half(x[b].dmin), 0.0f),
-                                _mm512_cvtepi32_ps(pair_mins(words, ix, bsums(y[b]), _mm256_setzero_si256())), acc_m);
-        const __m512i q[4] = {nibble_chunk(x[b].qs, 0), nibble_chunk(x[b].qs, 1), nibble_chunk(x[b].qs, 2),
-                              nibble_chunk(x[b].qs, 3)};
-        const __m512i sumi = block_sumi(q, words, ix.idx, y[b].qs);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(y[b].d * half(x[b].d)), _mm512_cvtepi32_ps(sumi), acc);
-    }
-    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(acc_m);
+    return sum;
 }
 
 void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
@@ -51,36 +71,31 @@ void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_st
     }
     const std::size_t nb = n / qk_k;
     const pair_indices ix;
-    __m512 acc[4], acc_m[4];
-    for (int t = 0; t < 4; ++t) {
-        acc[t] = acc_m[t] = _mm512_setzero_ps();
-    }
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (std::size_t b = 0; b < nb; b += 2) {
         const bool pair = b + 1 < nb;
-        const int n_h = pair ? 2 : 1;
+        const std::size_t b1 = pair ? b + 1 : b;
         // Weight side once for the four tokens: scale words and the nibble values of both blocks.
-        const __m512i words = pair_words(x[b], x[pair ? b + 1 : b]);
-        __m512i q[2][4];
-        for (int h = 0; h < n_h; ++h) {
-            for (int c = 0; c < 4; ++c) {
-                q[h][c] = nibble_chunk(x[b + h].qs, c);
-            }
-        }
-        const float dmin0 = half(x[b].dmin), dmin1 = pair ? half(x[b + 1].dmin) : 0.0f;
+        const __m512i words = pair_words(x[b], x[b1]);
+        const __m512i q0[4] = {nibble_chunk(x[b].qs, 0), nibble_chunk(x[b].qs, 1), nibble_chunk(x[b].qs, 2),
+                               nibble_chunk(x[b].qs, 3)};
+        const __m512i q1[4] = {nibble_chunk(x[b1].qs, 0), nibble_chunk(x[b1].qs, 1), nibble_chunk(x[b1].qs, 2),
+                               nibble_chunk(x[b1].qs, 3)};
         for (int t = 0; t < 4; ++t) {
             const block_q8_k* yt = y[t];
-            const __m256i bs1 = pair ? bsums(yt[b + 1]) : _mm256_setzero_si256();
-            acc_m[t] = _mm512_fmadd_ps(join_ps(yt[b].d * dmin0, pair ? yt[b + 1].d * dmin1 : 0.0f),
-                                       _mm512_cvtepi32_ps(pair_mins(words, ix, bsums(yt[b]), bs1)), acc_m[t]);
-            for (int h = 0; h < n_h; ++h) {
-                const __m512i sumi = block_sumi(q[h], words, ix.idx + 4 * h, yt[b + h].qs);
-                acc[t] =
-                    _mm512_fmadd_ps(_mm512_set1_ps(yt[b + h].d * half(x[b + h].d)), _mm512_cvtepi32_ps(sumi), acc[t]);
+            const __m512i mins = pair_mins(words, ix, bsums(yt[b]), bsums(yt[b1]));
+            const __m512i s0 = block_sumi(q0, words, ix.idx, yt[b].qs);
+            const __m512i s1 = block_sumi(q1, words, ix.idx + 4, yt[b1].qs);
+            alignas(16) float tot[4];
+            pair_totals(s0, s1, mins, tot);
+            sum[t] += block_term(yt[b].d, x[b], tot[0], tot[2]);
+            if (pair) {
+                sum[t] += block_term(yt[b1].d, x[b1], tot[1], tot[3]);
             }
         }
     }
     for (int t = 0; t < 4; ++t) {
-        out[t] = _mm512_reduce_add_ps(acc[t]) - _mm512_reduce_add_ps(acc_m[t]);
+        out[t] = sum[t];
     }
 }
 

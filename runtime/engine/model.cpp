@@ -357,6 +357,25 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         m->mtp = std::move(*block);
     }
     m->pool = std::make_shared<runtime::compute_pool>(options.n_threads);
+    {
+        // Resident matrices into their kernels' layout, on the compute threads, in pieces of 256 rows.
+        constexpr std::uint64_t piece_rows = 256;
+        struct piece {
+            const models::repack_job* job;
+            std::uint64_t row0, rows;
+        };
+        const auto jobs = m->weights.choose_layouts();
+        std::vector<piece> pieces;
+        for (const auto& j : jobs) {
+            for (std::uint64_t r = 0; r < j.rows; r += piece_rows) {
+                pieces.push_back({&j, r, std::min(piece_rows, j.rows - r)});
+            }
+        }
+        co_await m->pool->run(pieces.size(), [&pieces](std::size_t i) {
+            const auto& p = pieces[i];
+            kernels::repack_rows(p.job->layout, p.job->data + p.row0 * p.job->row_bytes, p.rows, p.job->cols);
+        });
+    }
     if (m->draft) {
         // One set of compute threads: the draft and the target run one after the other, and a second pool's
         // workers would spin on the cores the other one computes on.

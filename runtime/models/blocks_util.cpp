@@ -55,8 +55,8 @@ void matmul_share(const weight_view& w, const prepared_input& in, std::size_t n_
     if (rows.size() == 0 || n_tokens == 0) {
         return;
     }
-    kernels::matmul_prepared(w.type, w.data, w.row_bytes, rows.begin, rows.end, w.cols, in.get(w.type), n_tokens, y,
-                             y_stride);
+    kernels::matmul_prepared(w.type, w.layout, w.data, w.row_bytes, rows.begin, rows.end, w.cols, in.get(w.type),
+                             n_tokens, y, y_stride);
 }
 
 } // namespace sluice::models::detail

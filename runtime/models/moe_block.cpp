@@ -253,7 +253,7 @@ void experts_share(const weight_view& w, const std::vector<const void*>& ptrs, c
                    float* y, std::size_t t, std::size_t n) {
     const slice rows(w.rows, t, n);
     if (rows.size()) {
-        kernels::matmul_experts(w.type, ptrs.data(), w.row_bytes, rows.begin, rows.end, w.cols, act,
+        kernels::matmul_experts(w.type, w.layout, ptrs.data(), w.row_bytes, rows.begin, rows.end, w.cols, act,
                                 moe.chunk_expert.data(), chunk_token, n_chunk, y, w.rows, moe.chunk_row.data());
     }
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <unordered_map>
+#include <unordered_set>
 
 namespace sluice::models {
 
@@ -85,6 +86,15 @@ constexpr hybrid_field hybrid_fields[] = {
     {tensor_kind::nextn_shared_head_norm, tensor_suffix::weight, &hybrid_layer_weights::shared_head_norm},
     {tensor_kind::nextn_embed_tokens, tensor_suffix::weight, &hybrid_layer_weights::embed_tokens},
     {tensor_kind::nextn_shared_head_head, tensor_suffix::weight, &hybrid_layer_weights::shared_head_head},
+};
+
+/// The matrices of a layer that only ever go through the matrix products (never dequantized row by row or read
+/// as bytes elsewhere), so they may take a repacked layout.
+constexpr weight_view layer_weights::*product_only[] = {
+    &layer_weights::wq,         &layer_weights::wk,        &layer_weights::wv,         &layer_weights::wo,
+    &layer_weights::ffn_gate,   &layer_weights::ffn_up,    &layer_weights::ffn_down,   &layer_weights::gate_exps,
+    &layer_weights::up_exps,    &layer_weights::down_exps, &layer_weights::shexp_gate, &layer_weights::shexp_up,
+    &layer_weights::shexp_down,
 };
 
 /// Whether a tensor stays on disk: routed experts that stream, and those of blocks past the main stack unless
@@ -316,6 +326,35 @@ boost::asio::awaitable<result<model_weights>> model_weights::load(io::reader& re
         layer_views(hp.n_layer + i, w.nextn[i]);
     }
     co_return w;
+}
+
+std::vector<repack_job> model_weights::choose_layouts() {
+    std::vector<repack_job> jobs;
+    std::unordered_set<const std::byte*> seen; // a tensor two views share is rewritten once
+    auto choose = [&](weight_view& v) {
+        if (v.data == nullptr || v.layout != kernels::weight_layout::rows) {
+            return;
+        }
+        const auto layout = kernels::preferred_layout(v.type, v.rows);
+        if (layout == kernels::weight_layout::rows) {
+            return;
+        }
+        v.layout = layout;
+        if (seen.insert(v.data).second) {
+            // The arena is ours and writable; views hold const pointers because nothing else writes weights.
+            const std::uint64_t n_mats = v.n_expert ? v.n_expert : 1; // stacked experts: their rows, contiguous
+            jobs.push_back({const_cast<std::byte*>(v.data), v.rows * n_mats, v.cols, v.row_bytes, layout});
+        }
+    };
+    for (auto& l : layers) {
+        for (const auto member : product_only) {
+            choose(l.*member);
+        }
+    }
+    if (output.data != token_embd.data) { // tied embeddings are also read row by row
+        choose(output);
+    }
+    return jobs;
 }
 
 std::uint64_t model_weights::resident_bytes() const noexcept {

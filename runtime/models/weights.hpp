@@ -4,6 +4,7 @@
 #include "io/dma_buffer.hpp"
 #include "io/reader.hpp"
 #include "kernels/quant_type.hpp"
+#include "kernels/repack.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/hparams.hpp"
@@ -29,6 +30,9 @@ struct weight_view {
     std::uint64_t row_bytes = 0; ///< bytes of one row
     std::uint64_t n_expert = 0;  ///< experts stacked in a routed-expert tensor (its last dimension), else 0
     std::uint64_t expert_stride = 0; ///< bytes of one expert's slab (rows * row_bytes; row_bytes for a bias)
+    /// How the resident rows are laid out (kernels/repack.hpp): GGUF's rows, or repacked at load for the kernels.
+    /// Streamed expert tensors keep GGUF's layout (the cache reads file bytes). Same bytes either way.
+    kernels::weight_layout layout = kernels::weight_layout::rows;
 
     explicit operator bool() const noexcept { return cols != 0; }
     /// F32 contents of a vector or router tensor (the loader checked the type).
@@ -57,6 +61,15 @@ struct layer_weights {
     [[nodiscard]] const weight_view& ffn_input_norm() const noexcept { return ffn_norm ? ffn_norm : post_attn_norm; }
 };
 
+/// A resident matrix to rewrite into the layout its kernels prefer (kernels::repack_rows, in place).
+struct repack_job {
+    std::byte* data;
+    std::uint64_t rows; ///< all rows of the tensor (stacked experts included)
+    std::uint64_t cols;
+    std::uint64_t row_bytes; ///< in GGUF's layout
+    kernels::weight_layout layout;
+};
+
 /// Progress of a load: bytes read so far of the total.
 using load_progress = sluice::load_progress;
 
@@ -79,6 +92,13 @@ public:
     /// Multi-token prediction blocks after the main stack (hp.hybrid.nextn_layers): loaded, not run by the forward
     /// pass (speculation::mtp_block runs them). Their routed experts stay on disk unless loaded with nextn_experts.
     std::vector<layer_weights> nextn;
+
+    /// Gives the resident matrices that only go through the matrix products (attention and FFN projections,
+    /// experts, an untied output matrix) the layout their kernels prefer at the active ISA level
+    /// (kernels::preferred_layout) and returns the rewrites that makes due. The caller must run every job before
+    /// the weights are used; jobs touch disjoint bytes, so they may run on any threads. The bytes held do not
+    /// change, so the memory plan stays right.
+    std::vector<repack_job> choose_layouts();
 
     /// Bytes held in memory.
     [[nodiscard]] std::uint64_t resident_bytes() const noexcept;

@@ -9,7 +9,8 @@
 //  lowbit : decode on the 2048 x 768 expert shape and 64-token prefill on it for the 2- and 3-bit formats and
 //           MXFP4, as kernels_bench lowbit.
 // "repack" puts the weights in the CPU_REPACK buffer (what llama-cli / llama-bench use by default; on x86
-// it repacks Q4_K to 8x8 interleaved rows; Q6_K, Q8_0, F16 are not repacked on x86 and fall back to plain).
+// it repacks Q4_K and Q2_K to 8x8 interleaved rows, MXFP4 too; Q6_K, Q8_0, F16 and the IQ2/IQ3/IQ1 formats are
+// not repacked on x86 and stay plain).
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -64,9 +65,12 @@ static setup make(ggml_type type, int64_t cols, int64_t rows, int64_t tokens, si
     std::vector<ggml_tensor*> ws;
     for (size_t i = 0; i < n_mats; ++i) ws.push_back(ggml_new_tensor_2d(st.wctx, type, cols, rows));
     ggml_backend_buffer_type_t buft = ggml_backend_cpu_buffer_type();
-    // Only Q4_K has an x86 repacked layout among these types (repack.cpp, build d32676d); llama.cpp's loader
-    // places other types in the plain buffer, and so does this bench.
-    if (repack && type == GGML_TYPE_Q4_K && rows % 8 == 0) {
+    // The types with an x86 repacked layout in build d32676d (ggml-cpu/repack.cpp): Q4_K (AVX2), Q2_K (AVX-512),
+    // MXFP4, IQ4_NL and Q4_0; llama.cpp's loader places other types in the plain buffer, and so does this bench.
+    // Whether a tensor was repacked is read back from the buffer (st.repacked) and printed.
+    const bool has_repack = type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q2_K || type == GGML_TYPE_MXFP4 ||
+                            type == GGML_TYPE_IQ4_NL || type == GGML_TYPE_Q4_0;
+    if (repack && has_repack && rows % 8 == 0) {
         if (auto rb = repack_buft()) buft = rb;
     }
     st.wbuf = ggml_backend_alloc_ctx_tensors_from_buft(st.wctx, buft);
