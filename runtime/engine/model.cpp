@@ -144,6 +144,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load_draft(const m
     const auto& options = target.options();
     auto draft_options = options;
     draft_options.draft_model.clear();
+    draft_options.mtp = false; // the target's MTP block, not the draft's
     draft_options.speculative = speculative_mode::off;
     draft_options.memory_budget = budget;
     draft_options.disk_bandwidth = 1; // no disk probe: a draft that does not fit resident is refused anyway

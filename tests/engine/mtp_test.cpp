@@ -274,6 +274,22 @@ TEST(mtp, a_file_without_mtp_layers_asked_for_mtp_is_refused_at_load) {
     EXPECT_NE(r.error().message.find("--mtp"), std::string::npos) << r.error().message;
 }
 
+TEST(mtp, a_draft_model_beside_mtp_is_loaded_without_asking_it_for_mtp_layers) {
+    // --mtp and --draft together: the target holds its MTP block, the draft model is a plain model (asking the
+    // draft file for MTP layers refused every draft that had none).
+    model_options o;
+    o.n_ctx = 256;
+    o.n_batch = 16;
+    o.n_threads = 1;
+    o.mtp = true;
+    o.disk_bandwidth = 1;
+    o.draft_model = test::tiny_model("qwen3", quant_type::q8_0).string();
+    const auto m = run_sync<result<std::shared_ptr<model>>>([&] { return model::load(glm_path(), o); });
+    ASSERT_TRUE(m) << m.error().message;
+    EXPECT_NE((*m)->mtp(), nullptr);
+    EXPECT_NE((*m)->draft(), nullptr);
+}
+
 TEST(mtp, a_model_with_recurrent_layers_asked_for_mtp_is_refused_at_load) {
     const auto r = try_load(test::tiny_model("qwen35moe", quant_type::q8_0), true);
     ASSERT_FALSE(r);
