@@ -111,6 +111,14 @@ public:
         prev_[s] = next_[s] = none;
         list_of_[s] = none;
     }
+    /// Takes slot `s` off its list and returns it as the victim; none: nothing to evict.
+    std::optional<std::uint32_t> take(std::int32_t s) noexcept {
+        if (s == none) {
+            return std::nullopt;
+        }
+        remove(static_cast<std::uint32_t>(s));
+        return static_cast<std::uint32_t>(s);
+    }
     [[nodiscard]] std::int32_t head(std::uint32_t list = 0) const noexcept { return head_[list]; }
     [[nodiscard]] std::int32_t next(std::uint32_t s) const noexcept { return next_[s]; }
 
@@ -163,12 +171,7 @@ public:
     void on_evictable(std::uint32_t slot, std::uint32_t, std::int32_t, bool) override { list_.push_back(slot); }
     void on_pinned(std::uint32_t slot) override { list_.remove(slot); }
     std::optional<std::uint32_t> evict() override {
-        const auto s = list_.head();
-        if (s == none) {
-            return std::nullopt;
-        }
-        list_.remove(static_cast<std::uint32_t>(s));
-        return static_cast<std::uint32_t>(s);
+        return list_.take(list_.head());
     }
 
 private:
@@ -198,11 +201,7 @@ public:
                 victim_freq = f;
             }
         }
-        if (victim == none) {
-            return std::nullopt;
-        }
-        list_.remove(static_cast<std::uint32_t>(victim));
-        return static_cast<std::uint32_t>(victim);
+        return list_.take(victim);
     }
 
 private:
@@ -246,11 +245,7 @@ public:
                 }
             }
         }
-        if (victim == none) {
-            return std::nullopt;
-        }
-        list_.remove(static_cast<std::uint32_t>(victim));
-        return static_cast<std::uint32_t>(victim);
+        return list_.take(victim);
     }
 
 private:
@@ -350,11 +345,7 @@ public:
                 break;
             }
         }
-        if (victim == none) {
-            return std::nullopt;
-        }
-        list_.remove(static_cast<std::uint32_t>(victim));
-        return static_cast<std::uint32_t>(victim);
+        return list_.take(victim);
     }
 
 private:
