@@ -170,9 +170,7 @@ public:
     void on_access(std::uint32_t, std::int32_t) override {}
     void on_evictable(std::uint32_t slot, std::uint32_t, std::int32_t, bool) override { list_.push_back(slot); }
     void on_pinned(std::uint32_t slot) override { list_.remove(slot); }
-    std::optional<std::uint32_t> evict() override {
-        return list_.take(list_.head());
-    }
+    std::optional<std::uint32_t> evict() override { return list_.take(list_.head()); }
 
 private:
     recency_list list_;
