@@ -96,4 +96,19 @@ float dot_q3_k(std::size_t n, const void* w, const void* act);
 void dot4_q2_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot4_q3_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 
+float dot_iq2_xxs(std::size_t n, const void* w, const void* act);
+void dot4_iq2_xxs(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq2_xs(std::size_t n, const void* w, const void* act);
+void dot4_iq2_xs(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq2_s(std::size_t n, const void* w, const void* act);
+void dot4_iq2_s(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq3_xxs(std::size_t n, const void* w, const void* act);
+void dot4_iq3_xxs(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq3_s(std::size_t n, const void* w, const void* act);
+void dot4_iq3_s(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq1_s(std::size_t n, const void* w, const void* act);
+void dot4_iq1_s(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+float dot_iq1_m(std::size_t n, const void* w, const void* act);
+void dot4_iq1_m(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+
 } // namespace sluice::kernels::avx512

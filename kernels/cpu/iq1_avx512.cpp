@@ -1,0 +1,121 @@
+// AVX-512 (BW + VNNI) kernels for the IQ1 formats (IQ1_S, IQ1_M) against Q8_K activations, one token and four.
+// The ternary grid (2048 rows) is too large for register lookups, so rows are loaded one by one, their indices formed
+// in a vector first. The delta goes into the weights: 8 * (grid + delta) is one of -9, -7, -1, 1, 7, 9, never 0, so
+// its magnitude and sign mask feed the same products as the IQ2 formats and the super-block sum stays the scalar
+// reference's exact integer. Bit-identical to the scalar reference (iq1.cpp).
+#include "kernels/cpu/iq_avx512.hpp"
+
+#include "kernels/cpu/iq_grids.hpp"
+#include "kernels/cpu/simd_kernels.hpp"
+
+#include <cstring>
+
+namespace sluice::kernels::avx512 {
+namespace {
+
+// Rows 8p..8p+7 of the grid as 64 int8 values, from the super-block's 32 indices.
+inline __m512i grid_rows(const std::uint16_t* idx, int p) {
+    const std::uint16_t* i = idx + 8 * p;
+    return _mm512_set_epi64(static_cast<long long>(iq1s_grid[i[7]]), static_cast<long long>(iq1s_grid[i[6]]),
+                            static_cast<long long>(iq1s_grid[i[5]]), static_cast<long long>(iq1s_grid[i[4]]),
+                            static_cast<long long>(iq1s_grid[i[3]]), static_cast<long long>(iq1s_grid[i[2]]),
+                            static_cast<long long>(iq1s_grid[i[1]]), static_cast<long long>(iq1s_grid[i[0]]));
+}
+
+// Magnitude and sign of 8 * (grid + delta) for the 64 values of pair p: `minus` has bit g set where group 8p + g
+// (8 values) takes delta -1/8. The shuffle maps (grid & 3) + 4 * minus to 8 * grid +- 1.
+inline void set_pair(iq_weights& w, int p, __m512i rows, __mmask8 minus) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 9, 0, -7, -1, 7, 0, -9, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i t = _mm512_add_epi8(_mm512_and_si512(rows, _mm512_set1_epi8(3)),
+                                      _mm512_and_si512(_mm512_movm_epi64(minus), _mm512_set1_epi8(4)));
+    const __m512i w8 = _mm512_shuffle_epi8(table, t);
+    w.mag[p] = _mm512_abs_epi8(w8);
+    w.sign[p] = _cvtmask64_u64(_mm512_movepi8_mask(w8));
+}
+
+// Stores the 32 11-bit grid indices: low bytes from qs, high bits given as words.
+inline void store_indices(const std::uint8_t* qs, __m512i high, std::uint16_t* idx) {
+    const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)));
+    _mm512_store_si512(idx, _mm512_or_si512(low, _mm512_slli_epi16(high, 8)));
+}
+
+struct unpack_s {
+    void operator()(const block_iq1_s& x, iq_weights& w) const {
+        // Run k's word: 3 high index bits per group at bits 0..11, the 3-bit scale at 12, the delta sign at 15.
+        const __m512i qh = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh)));
+        const __m512i pick = _mm512_set_epi16(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4, 3, 3, 3, 3, 2, 2, 2, 2, 1,
+                                              1, 1, 1, 0, 0, 0, 0);
+        const __m512i shift =
+            _mm512_set4_epi64(0x0009000600030000, 0x0009000600030000, 0x0009000600030000, 0x0009000600030000);
+        const __m512i high =
+            _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(pick, qh), shift), _mm512_set1_epi16(7));
+        alignas(64) std::uint16_t idx[32];
+        store_indices(x.qs, high, idx);
+        const __m128i words = _mm512_castsi512_si128(qh);
+        const auto minus = static_cast<unsigned>(_cvtmask8_u32(_mm_movepi16_mask(words)));
+        const __m256i s = _mm256_or_si256(
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(_mm_srli_epi16(words, 12)), _mm256_set1_epi32(7)),
+                              1),
+            _mm256_set1_epi32(1));
+        const __m512i sw = _mm512_castsi256_si512(_mm256_or_si256(s, _mm256_slli_epi32(s, 16)));
+        for (int p = 0; p < 4; ++p) {
+            const unsigned m = ((minus >> (2 * p)) & 1 ? 0x0f : 0) | ((minus >> (2 * p + 1)) & 1 ? 0xf0 : 0);
+            set_pair(w, p, grid_rows(idx, p), _cvtu32_mask8(m));
+            w.scale[p] = _mm512_permutexvar_epi32(pick_halves(2 * p, 2 * p + 1), sw);
+        }
+        w.factor = 0.125f * half(x.d);
+    }
+};
+
+struct unpack_m {
+    void operator()(const block_iq1_m& x, iq_weights& w) const {
+        // Group k's nibble (qh[k / 2], low nibble first): 3 high index bits and the delta sign at bit 3.
+        const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
+        const __m128i m = _mm_set1_epi8(0x0f);
+        const __m128i a = _mm_and_si128(qh, m), b = _mm_and_si128(_mm_srli_epi16(qh, 4), m);
+        const __m256i nib = _mm256_set_m128i(_mm_unpackhi_epi8(a, b), _mm_unpacklo_epi8(a, b));
+        alignas(64) std::uint16_t idx[32];
+        store_indices(x.qs, _mm512_cvtepu8_epi16(_mm256_and_si256(nib, _mm256_set1_epi8(7))), idx);
+        const std::uint32_t minus = _cvtmask32_u32(_mm256_test_epi8_mask(nib, _mm256_set1_epi8(8)));
+        // Sixteen 3-bit scales, four per word at bits 0..11; the f16 super-scale in the words' top nibbles.
+        std::uint16_t sc[4];
+        std::memcpy(sc, x.scales, 8);
+        const __m512i pick = _mm512_set_epi16(0, 3, 0, 3, 0, 3, 0, 3, 0, 2, 0, 2, 0, 2, 0, 2, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+                                              0, 0, 0, 0, 0, 0, 0);
+        const __m512i words = _mm512_permutexvar_epi16(
+            pick, _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.scales))));
+        const __m512i shift = _mm512_set_epi32(9, 6, 3, 0, 9, 6, 3, 0, 9, 6, 3, 0, 9, 6, 3, 0);
+        const __m512i s = _mm512_or_si512(
+            _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(words, shift), _mm512_set1_epi32(7)), 1),
+            _mm512_set1_epi32(1));
+        const __m512i sw = _mm512_or_si512(s, _mm512_slli_epi32(s, 16));
+        const __m512i quarter[4] = {_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                                    _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4),
+                                    _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
+                                    _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
+        for (int p = 0; p < 4; ++p) {
+            set_pair(w, p, grid_rows(idx, p), _cvtu32_mask8((minus >> (8 * p)) & 0xff));
+            w.scale[p] = _mm512_permutexvar_epi32(quarter[p], sw);
+        }
+        const auto d = static_cast<std::uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
+                                                  (sc[3] & 0xf000));
+        w.factor = 0.125f * half(d);
+    }
+};
+
+} // namespace
+
+float dot_iq1_s(std::size_t n, const void* w, const void* a) {
+    return dot_iq<block_iq1_s>(n, w, a, unpack_s{});
+}
+float dot_iq1_m(std::size_t n, const void* w, const void* a) {
+    return dot_iq<block_iq1_m>(n, w, a, unpack_m{});
+}
+void dot4_iq1_s(std::size_t n, const void* w, const void* a, std::size_t s, float* o) {
+    dot4_iq<block_iq1_s>(n, w, a, s, o, unpack_s{});
+}
+void dot4_iq1_m(std::size_t n, const void* w, const void* a, std::size_t s, float* o) {
+    dot4_iq<block_iq1_m>(n, w, a, s, o, unpack_m{});
+}
+
+} // namespace sluice::kernels::avx512

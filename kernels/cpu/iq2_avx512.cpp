@@ -1,0 +1,151 @@
+// AVX-512 (BW + VNNI) kernels for the IQ2 formats (IQ2_XXS, IQ2_XS, IQ2_S) against Q8_K activations, one token
+// and four. Grid rows come from their 16-bit codes by word permutes over the code table (iq_avx512.hpp); sign bits
+// become masks, so the activations' signs are flipped with one masked subtraction per 64 values. Bit-identical to
+// the scalar reference (iq2.cpp).
+#include "kernels/cpu/iq_avx512.hpp"
+
+#include "kernels/cpu/iq_grids.hpp"
+#include "kernels/cpu/simd_kernels.hpp"
+
+#include <cassert>
+#include <cstring>
+
+namespace sluice::kernels::avx512 {
+namespace {
+
+// Code table and constant permutes of one IQ2 grid; built on first use (never at load time: this file's code may
+// only run where AVX-512 was detected).
+template <std::size_t Rows>
+struct iq2_tables {
+    iq_codes<Rows> codes;
+    __m512i levels, pick[4], halves[4], quarters[4];
+    explicit iq2_tables(const std::uint64_t* grid) : codes(make_iq_codes<Rows, 8>(grid)) {
+        assert(codes.ok);
+        levels = level_table(codes);
+        for (int p = 0; p < 4; ++p) {
+            pick[p] = pick_rows8(8 * p);
+            halves[p] = pick_halves(2 * p, 2 * p + 1);
+            quarters[p] =
+                join(_mm256_setr_epi32(4 * p, 4 * p, 4 * p, 4 * p, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 1),
+                     _mm256_setr_epi32(4 * p + 2, 4 * p + 2, 4 * p + 2, 4 * p + 2, 4 * p + 3, 4 * p + 3, 4 * p + 3,
+                                       4 * p + 3));
+        }
+    }
+};
+
+const iq2_tables<256>& xxs_tables() {
+    static const iq2_tables<256> t(iq2xxs_grid);
+    return t;
+}
+const iq2_tables<512>& xs_tables() {
+    static const iq2_tables<512> t(iq2xs_grid);
+    return t;
+}
+const iq2_tables<1024>& s_tables() {
+    static const iq2_tables<1024> t(iq2s_grid);
+    return t;
+}
+
+// The 16 per-16-value scales of IQ2_XS / IQ2_S (two nibbles per byte) as dwords of (2s + 1) in both words.
+inline __m512i scale16_words(const std::uint8_t* scales) {
+    std::uint64_t raw;
+    std::memcpy(&raw, scales, 8);
+    const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(raw));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+    const __m512i s = _mm512_or_si512(_mm512_slli_epi32(_mm512_cvtepu8_epi32(nib), 1), _mm512_set1_epi32(1));
+    return _mm512_or_si512(s, _mm512_slli_epi32(s, 16));
+}
+
+// Rows of 8 from 32 codes into the four pairs, and per-16 scales.
+template <std::size_t Rows>
+inline void set_rows_and_scales16(const iq2_tables<Rows>& t, __m512i codes, const std::uint8_t* scales, iq_weights& w) {
+    const __m512i sw = scale16_words(scales);
+    for (int p = 0; p < 4; ++p) {
+        w.mag[p] = expand_rows8(codes, t.pick[p], t.levels);
+        w.scale[p] = _mm512_permutexvar_epi32(t.quarters[p], sw);
+    }
+}
+
+struct unpack_xxs {
+    const iq2_tables<256>& t = xxs_tables();
+    void operator()(const block_iq2_xxs& x, iq_weights& w) const {
+        // Run k is 8 bytes: four grid indices, then its sign-and-scale word.
+        const __m512i q = _mm512_loadu_si512(x.qs);
+        const __m512i codes = lookup_codes(t.codes, _mm512_cvtepu8_epi16(_mm512_cvtepi64_epi32(q)));
+        const __m256i aux = _mm512_cvtepi64_epi32(_mm512_srli_epi64(q, 32));
+        alignas(32) std::uint64_t signs[4];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(signs), xxs_sign_bytes(aux));
+        const __m512i sw = _mm512_castsi256_si512(xxs_scale_words(aux));
+        for (int p = 0; p < 4; ++p) {
+            w.mag[p] = expand_rows8(codes, t.pick[p], t.levels);
+            w.sign[p] = signs[p];
+            w.scale[p] = _mm512_permutexvar_epi32(t.halves[p], sw);
+        }
+        w.factor = 0.125f * half(x.d);
+    }
+};
+
+struct unpack_xs {
+    const iq2_tables<512>& t = xs_tables();
+    void operator()(const block_iq2_xs& x, iq_weights& w) const {
+        // Group k is one word: a 9-bit grid index and a 7-bit sign index whose eighth bit is the parity.
+        const __m512i q = _mm512_loadu_si512(x.qs);
+        const __m512i codes = lookup_codes(t.codes, _mm512_and_si512(q, _mm512_set1_epi16(511)));
+        const __m512i s7 = _mm512_srli_epi16(q, 9);
+        __m512i par = _mm512_xor_si512(s7, _mm512_srli_epi16(s7, 4));
+        par = _mm512_xor_si512(par, _mm512_srli_epi16(par, 2));
+        par = _mm512_xor_si512(par, _mm512_srli_epi16(par, 1));
+        const __m512i sb = _mm512_or_si512(s7, _mm512_slli_epi16(_mm512_and_si512(par, _mm512_set1_epi16(1)), 7));
+        alignas(32) std::uint64_t signs[4];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(signs), _mm512_cvtepi16_epi8(sb));
+        for (int p = 0; p < 4; ++p) {
+            w.sign[p] = signs[p];
+        }
+        set_rows_and_scales16(t, codes, x.scales, w);
+        w.factor = 0.125f * half(x.d);
+    }
+};
+
+struct unpack_s {
+    const iq2_tables<1024>& t = s_tables();
+    void operator()(const block_iq2_s& x, iq_weights& w) const {
+        // 10-bit indices: low bytes in qs[0..31], two high bits per group in qh; sign bytes in qs[32..63].
+        const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.qh));
+        const __m256i spread = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(qh),
+                                                   _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4,
+                                                                    4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
+        const __m512i shift =
+            _mm512_set4_epi64(0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000);
+        const __m512i high =
+            _mm512_and_si512(_mm512_srlv_epi16(_mm512_cvtepu8_epi16(spread), shift), _mm512_set1_epi16(3));
+        const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)));
+        const __m512i codes = lookup_codes(t.codes, _mm512_or_si512(low, _mm512_slli_epi16(high, 8)));
+        std::memcpy(w.sign, x.qs + 32, 32);
+        set_rows_and_scales16(t, codes, x.scales, w);
+        w.factor = 0.125f * half(x.d);
+    }
+};
+
+} // namespace
+
+float dot_iq2_xxs(std::size_t n, const void* w, const void* a) {
+    return dot_iq<block_iq2_xxs>(n, w, a, unpack_xxs{});
+}
+float dot_iq2_xs(std::size_t n, const void* w, const void* a) {
+    return dot_iq<block_iq2_xs>(n, w, a, unpack_xs{});
+}
+float dot_iq2_s(std::size_t n, const void* w, const void* a) {
+    return dot_iq<block_iq2_s>(n, w, a, unpack_s{});
+}
+void dot4_iq2_xxs(std::size_t n, const void* w, const void* a, std::size_t s, float* o) {
+    dot4_iq<block_iq2_xxs>(n, w, a, s, o, unpack_xxs{});
+}
+void dot4_iq2_xs(std::size_t n, const void* w, const void* a, std::size_t s, float* o) {
+    dot4_iq<block_iq2_xs>(n, w, a, s, o, unpack_xs{});
+}
+void dot4_iq2_s(std::size_t n, const void* w, const void* a, std::size_t s, float* o) {
+    dot4_iq<block_iq2_s>(n, w, a, s, o, unpack_s{});
+}
+
+} // namespace sluice::kernels::avx512
