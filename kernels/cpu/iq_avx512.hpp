@@ -158,27 +158,57 @@ struct iq_weights {
     float factor;          // the super-block's float factor, as the scalar reference forms it
 };
 
-/// The exact integer sum of one unpacked super-block with one token's activations.
-inline int block_isum(const iq_weights& w, const block_q8_k& y) {
-    __m512i acc = _mm512_setzero_si512();
+/// One unpacked super-block times one token's activations as 16 int32 lanes whose sum is the exact integer sum
+/// (two accumulators, so the dependency chain is two products deep).
+inline __m512i block_lanes(const iq_weights& w, const block_q8_k& y) {
+    __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int p = 0; p < 4; ++p) {
         const __m512i yv = _mm512_loadu_si512(y.qs + 64 * p);
         const __m512i ys = _mm512_mask_sub_epi8(yv, _cvtu64_mask64(w.sign[p]), _mm512_setzero_si512(), yv);
-        acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(w.mag[p], ys), w.scale[p]);
+        acc[p % 2] = _mm512_dpwssd_epi32(acc[p % 2], _mm512_maddubs_epi16(w.mag[p], ys), w.scale[p]);
     }
-    return _mm512_reduce_add_epi32(acc);
+    return _mm512_add_epi32(acc[0], acc[1]);
 }
 
-/// sum(factor * y.d * isum) over n / 256 super-blocks in the scalar reference's order of float operations.
+/// The lane sums of four vectors, exact: element i of the result is the sum of the 16 lanes of the i-th argument.
+/// One transpose-and-add instead of four horizontal sums.
+inline __m128i sum_lanes4(__m512i a, __m512i b, __m512i c, __m512i d) {
+    const __m512i ab = _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xee));
+    const __m512i cd = _mm512_add_epi32(_mm512_shuffle_i64x2(c, d, 0x44), _mm512_shuffle_i64x2(c, d, 0xee));
+    __m512i s = _mm512_add_epi32(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xdd));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));
+    return _mm512_castsi512_si128(
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
+}
+
+/// sum(factor * y.d * isum) over n / 256 super-blocks in the scalar reference's order of float operations; the
+/// integer sums of four super-blocks are finished together.
 template <class Block, class Unpack>
 float dot_iq(std::size_t n, const void* w, const void* act, const Unpack& unpack) {
     const auto* x = static_cast<const Block*>(w);
     const auto* y = static_cast<const block_q8_k*>(act);
+    const std::size_t nb = n / qk_k;
     iq_weights qw;
     float sum = 0;
-    for (std::size_t b = 0; b < n / qk_k; ++b) {
+    std::size_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        __m512i lanes[4];
+        float factor[4];
+        for (int k = 0; k < 4; ++k) {
+            unpack(x[b + k], qw);
+            lanes[k] = block_lanes(qw, y[b + k]);
+            factor[k] = qw.factor;
+        }
+        alignas(16) std::int32_t isum[4];
+        _mm_store_si128(reinterpret_cast<__m128i*>(isum), sum_lanes4(lanes[0], lanes[1], lanes[2], lanes[3]));
+        for (int k = 0; k < 4; ++k) {
+            sum += factor[k] * y[b + k].d * static_cast<float>(isum[k]);
+        }
+    }
+    for (; b < nb; ++b) {
         unpack(x[b], qw);
-        sum += qw.factor * y[b].d * static_cast<float>(block_isum(qw, y[b]));
+        sum += qw.factor * y[b].d * static_cast<float>(_mm512_reduce_add_epi32(block_lanes(qw, y[b])));
     }
     return sum;
 }
@@ -195,8 +225,12 @@ void dot4_iq(std::size_t n, const void* w, const void* act, std::size_t act_stri
     float sum[4] = {0, 0, 0, 0};
     for (std::size_t b = 0; b < n / qk_k; ++b) {
         unpack(x[b], qw);
+        alignas(16) std::int32_t isum[4];
+        _mm_store_si128(reinterpret_cast<__m128i*>(isum),
+                        sum_lanes4(block_lanes(qw, y[0][b]), block_lanes(qw, y[1][b]), block_lanes(qw, y[2][b]),
+                                   block_lanes(qw, y[3][b])));
         for (int t = 0; t < 4; ++t) {
-            sum[t] += qw.factor * y[t][b].d * static_cast<float>(block_isum(qw, y[t][b]));
+            sum[t] += qw.factor * y[t][b].d * static_cast<float>(isum[t]);
         }
     }
     for (int t = 0; t < 4; ++t) {
