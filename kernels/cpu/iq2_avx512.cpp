@@ -1,7 +1,7 @@
 // AVX-512 (BW + VNNI) kernels for the IQ2 formats (IQ2_XXS, IQ2_XS, IQ2_S) against Q8_K activations, one token
-// and four. Grid rows come from their 16-bit codes by word permutes over the code table (iq_avx512.hpp); sign bits
-// become masks, so the activations' signs are flipped with one masked subtraction per 64 values. Bit-identical to
-// the scalar reference (iq2.cpp).
+// and four. Grid rows come from their 16-bit bit-plane codes by word permutes over the code table (iq_avx512.hpp);
+// planes and sign bits become masks, so the activations' signs are flipped with one masked subtraction per 64 values.
+// Bit-identical to the scalar reference (iq2.cpp).
 #include "kernels/cpu/iq_avx512.hpp"
 
 #include "kernels/cpu/iq_grids.hpp"
@@ -18,12 +18,10 @@ namespace {
 template <std::size_t Rows>
 struct iq2_tables {
     iq_codes<Rows> codes;
-    __m512i levels, pick[4], halves[4], quarters[4];
+    __m512i halves[4], quarters[4];
     explicit iq2_tables(const std::uint64_t* grid) : codes(make_iq_codes<Rows, 8>(grid)) {
         assert(codes.ok);
-        levels = level_table(codes);
         for (int p = 0; p < 4; ++p) {
-            pick[p] = pick_rows8(8 * p);
             halves[p] = pick_halves(2 * p, 2 * p + 1);
             quarters[p] =
                 join(_mm256_setr_epi32(4 * p, 4 * p, 4 * p, 4 * p, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 1),
@@ -61,8 +59,8 @@ inline __m512i scale16_words(const std::uint8_t* scales) {
 template <std::size_t Rows>
 inline void set_rows_and_scales16(const iq2_tables<Rows>& t, __m512i codes, const std::uint8_t* scales, iq_weights& w) {
     const __m512i sw = scale16_words(scales);
+    plane_magnitudes(t.codes, codes, w.mag);
     for (int p = 0; p < 4; ++p) {
-        w.mag[p] = expand_rows8(codes, t.pick[p], t.levels);
         w.scale[p] = _mm512_permutexvar_epi32(t.quarters[p], sw);
     }
 }
@@ -77,8 +75,8 @@ struct unpack_xxs {
         alignas(32) std::uint64_t signs[4];
         _mm256_store_si256(reinterpret_cast<__m256i*>(signs), xxs_sign_bytes(aux));
         const __m512i sw = _mm512_castsi256_si512(xxs_scale_words(aux));
+        plane_magnitudes(t.codes, codes, w.mag);
         for (int p = 0; p < 4; ++p) {
-            w.mag[p] = expand_rows8(codes, t.pick[p], t.levels);
             w.sign[p] = signs[p];
             w.scale[p] = _mm512_permutexvar_epi32(t.halves[p], sw);
         }

@@ -5,8 +5,9 @@
 // exact and its float step is the scalar reference's, so results equal the scalar kernels' bit for bit.
 //
 // Grid rows are not loaded one by one: each row of a lattice grid is stored as a 16-bit code of level indices
-// (`iq_codes`), and 32 rows are looked up at once from the code table held in registers with word permutes
-// (64 rows per two-register permute), then expanded to bytes with a shift and a 16-entry byte shuffle.
+// (`iq_codes`), and 32 rows are looked up at once from the code table with word permutes (64 rows per two-register
+// permute), then expanded to bytes: IQ2 rows through bit-plane masks and byte blends, IQ3 rows with a shift and a
+// 16-entry byte shuffle.
 #pragma once
 
 #include "kernels/cpu/blocks.hpp"
@@ -18,9 +19,10 @@
 
 namespace sluice::kernels::avx512 {
 
-/// Grid rows as 16-bit codes: for rows of 8 values (2-bit level indices), value 2h at bits 2h..2h+1 and value
-/// 2h + 1 at bits 8 + 2h..9 + 2h; for rows of 4 values (3-bit level indices), values 0 and 1 at bits 0..2 and
-/// 8..10, values 2 and 3 at bits 3..5 and 11..13. `levels` maps a level index to the grid's byte value.
+/// Grid rows as 16-bit codes. Rows of 8 values (the IQ2 grids, three levels) as two bit planes: bit j set where
+/// value j is above the lowest level, bit 8 + j where it is the highest. Rows of 4 values (the IQ3 grids, up to 8
+/// levels) as 3-bit level indices: values 0 and 1 at bits 0..2 and 8..10, values 2 and 3 at bits 3..5 and 11..13.
+/// `levels` maps a level index to the grid's byte value.
 template <std::size_t Rows>
 struct iq_codes {
     alignas(64) std::uint16_t code[Rows];
@@ -33,12 +35,13 @@ template <std::size_t Rows, int RowValues, class Word>
 iq_codes<Rows> make_iq_codes(const Word* grid) {
     iq_codes<Rows> t{};
     constexpr int bits = RowValues == 8 ? 2 : 3;
+    constexpr int max_levels = RowValues == 8 ? 3 : 8;
     int n_levels = 0;
     for (std::size_t i = 0; i < Rows; ++i) {
         for (int j = 0; j < RowValues; ++j) {
             const auto v = static_cast<std::uint8_t>(grid[i] >> (8 * j));
             if (std::find(t.levels, t.levels + n_levels, v) == t.levels + n_levels) {
-                if (n_levels == (1 << bits)) {
+                if (n_levels == max_levels) {
                     t.ok = false;
                     return t;
                 }
@@ -52,7 +55,11 @@ iq_codes<Rows> make_iq_codes(const Word* grid) {
         for (int j = 0; j < RowValues; ++j) {
             const auto v = static_cast<std::uint8_t>(grid[i] >> (8 * j));
             const auto lvl = static_cast<unsigned>(std::find(t.levels, t.levels + n_levels, v) - t.levels);
-            code |= lvl << ((j & 1) * 8 + (j >> 1) * bits);
+            if constexpr (RowValues == 8) {
+                code |= (lvl >= 1 ? 1u << j : 0u) | (lvl >= 2 ? 0x100u << j : 0u);
+            } else {
+                code |= lvl << ((j & 1) * 8 + (j >> 1) * bits);
+            }
         }
         t.code[i] = static_cast<std::uint16_t>(code);
     }
@@ -85,13 +92,20 @@ inline __m512i level_table(const iq_codes<Rows>& t) {
     return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.levels)));
 }
 
-/// 64 grid values from codes of rows of 8: byte 8r + j is value j of the row whose code is word first + r of
-/// `codes` (r < 8). `pick` must be the word permute {first + r for words 4r..4r+3}.
-inline __m512i expand_rows8(__m512i codes, __m512i pick, __m512i levels) {
-    const __m512i shift =
-        _mm512_set4_epi64(0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000);
-    const __m512i e = _mm512_srlv_epi16(_mm512_permutexvar_epi16(pick, codes), shift);
-    return _mm512_shuffle_epi8(levels, _mm512_and_si512(e, _mm512_set1_epi16(0x0303)));
+/// The magnitudes of 32 rows of 8 (four pairs of 64 values) from their plane codes: each plane of 8 rows is one
+/// 64-bit mask, so a pair costs two byte blends and no shuffles.
+template <std::size_t Rows>
+inline void plane_magnitudes(const iq_codes<Rows>& t, __m512i codes, __m512i* mag) {
+    alignas(32) std::uint64_t above[4], top[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(above), _mm512_cvtepi16_epi8(codes));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(top), _mm512_cvtepi16_epi8(_mm512_srli_epi16(codes, 8)));
+    const __m512i l0 = _mm512_set1_epi8(static_cast<char>(t.levels[0]));
+    const __m512i l1 = _mm512_set1_epi8(static_cast<char>(t.levels[1]));
+    const __m512i l2 = _mm512_set1_epi8(static_cast<char>(t.levels[2]));
+    for (int p = 0; p < 4; ++p) {
+        mag[p] = _mm512_mask_blend_epi8(_cvtu64_mask64(top[p]),
+                                        _mm512_mask_blend_epi8(_cvtu64_mask64(above[p]), l0, l1), l2);
+    }
 }
 
 /// 64 grid values from codes of rows of 4: byte 4r + j is value j of the row whose code is word first + r of
@@ -100,15 +114,6 @@ inline __m512i expand_rows4(__m512i codes, __m512i pick, __m512i levels) {
     const __m512i shift = _mm512_set1_epi32(0x00030000);
     const __m512i e = _mm512_srlv_epi16(_mm512_permutexvar_epi16(pick, codes), shift);
     return _mm512_shuffle_epi8(levels, _mm512_and_si512(e, _mm512_set1_epi16(0x0707)));
-}
-
-/// Word permute for expand_rows8: words 4r..4r+3 take word first + r.
-inline __m512i pick_rows8(int first) {
-    alignas(64) std::int16_t w[32];
-    for (int i = 0; i < 32; ++i) {
-        w[i] = static_cast<std::int16_t>(first + i / 4);
-    }
-    return _mm512_load_si512(w);
 }
 
 /// Word permute for expand_rows4: words 2r, 2r+1 take word first + r.
