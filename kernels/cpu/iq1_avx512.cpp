@@ -40,6 +40,9 @@ inline void store_indices(const std::uint8_t* qs, __m512i high, std::uint16_t* i
 }
 
 struct unpack_s {
+    // The delta is one per run of 32, so its term is the run's activation sum (two of Q8_K's 16-value sums) times
+    // (2s + 1) * (+-1); the grid part takes magnitudes |grid| with 8 * (2s + 1) as the scale.
+    static constexpr bool uses_bsums = true;
     void operator()(const block_iq1_s& x, iq_weights& w) const {
         // Run k's word: 3 high index bits per group at bits 0..11, the 3-bit scale at 12, the delta sign at 15.
         const __m512i qh = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh)));
@@ -52,15 +55,18 @@ struct unpack_s {
         alignas(64) std::uint16_t idx[32];
         store_indices(x.qs, high, idx);
         const __m128i words = _mm512_castsi512_si128(qh);
-        const auto minus = static_cast<unsigned>(_cvtmask8_u32(_mm_movepi16_mask(words)));
-        const __m256i s = _mm256_or_si256(
-            _mm256_slli_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(_mm_srli_epi16(words, 12)), _mm256_set1_epi32(7)),
-                              1),
-            _mm256_set1_epi32(1));
-        const __m512i sw = _mm512_castsi256_si512(_mm256_or_si256(s, _mm256_slli_epi32(s, 16)));
+        const __m128i s = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(words, 12), _mm_set1_epi16(7)), 1),
+                                       _mm_set1_epi16(1));
+        // Delta weights per 16-value sum: run k's (2s + 1), negated where bit 15 is set, for sums 2k and 2k + 1.
+        const __m128i ds = _mm_mask_sub_epi16(s, _mm_movepi16_mask(words), _mm_setzero_si128(), s);
+        w.bsum_weight = _mm256_cvtepu16_epi32(ds);
+        w.bsum_weight = _mm256_or_si256(w.bsum_weight, _mm256_slli_epi32(w.bsum_weight, 16));
+        const __m256i s8 = _mm256_cvtepu16_epi32(_mm_slli_epi16(s, 3));
+        const __m512i sw = _mm512_castsi256_si512(_mm256_or_si256(s8, _mm256_slli_epi32(s8, 16)));
         for (int p = 0; p < 4; ++p) {
-            const unsigned m = ((minus >> (2 * p)) & 1 ? 0x0f : 0) | ((minus >> (2 * p + 1)) & 1 ? 0xf0 : 0);
-            set_pair(w, p, grid_rows(idx, p), _cvtu32_mask8(m));
+            const __m512i g = grid_rows(idx, p);
+            w.mag[p] = _mm512_abs_epi8(g);
+            w.sign[p] = _cvtmask64_u64(_mm512_movepi8_mask(g));
             w.scale[p] = _mm512_permutexvar_epi32(pick_halves(2 * p, 2 * p + 1), sw);
         }
         w.factor = 0.125f * half(x.d);
@@ -68,6 +74,7 @@ struct unpack_s {
 };
 
 struct unpack_m {
+    static constexpr bool uses_bsums = false;
     void operator()(const block_iq1_m& x, iq_weights& w) const {
         // Group k's nibble (qh[k / 2], low nibble first): 3 high index bits and the delta sign at bit 3.
         const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));

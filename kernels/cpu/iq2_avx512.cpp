@@ -66,6 +66,7 @@ inline void set_rows_and_scales16(const iq2_tables<Rows>& t, __m512i codes, cons
 }
 
 struct unpack_xxs {
+    static constexpr bool uses_bsums = false;
     const iq2_tables<256>& t = xxs_tables();
     void operator()(const block_iq2_xxs& x, iq_weights& w) const {
         // Run k is 8 bytes: four grid indices, then its sign-and-scale word.
@@ -85,6 +86,7 @@ struct unpack_xxs {
 };
 
 struct unpack_xs {
+    static constexpr bool uses_bsums = false;
     const iq2_tables<512>& t = xs_tables();
     void operator()(const block_iq2_xs& x, iq_weights& w) const {
         // Group k is one word: a 9-bit grid index and a 7-bit sign index whose eighth bit is the parity.
@@ -106,6 +108,7 @@ struct unpack_xs {
 };
 
 struct unpack_s {
+    static constexpr bool uses_bsums = false;
     const iq2_tables<1024>& t = s_tables();
     void operator()(const block_iq2_s& x, iq_weights& w) const {
         // 10-bit indices: low bytes in qs[0..31], two high bits per group in qh; sign bytes in qs[32..63].

@@ -48,6 +48,7 @@ inline void set_rows(const iq3_tables<Rows>& t, __m512i codes_lo, __m512i codes_
 }
 
 struct unpack_xxs {
+    static constexpr bool uses_bsums = false;
     const iq3_tables<256>& t = xxs_tables();
     void operator()(const block_iq3_xxs& x, iq_weights& w) const {
         // 64 grid indices, then per run a sign-and-scale word as IQ2_XXS's.
@@ -66,6 +67,7 @@ struct unpack_xxs {
 };
 
 struct unpack_s {
+    static constexpr bool uses_bsums = false;
     const iq3_tables<512>& t = s_tables();
     void operator()(const block_iq3_s& x, iq_weights& w) const {
         // 9-bit indices: low bytes in qs, the ninth bit of row k is bit k of qh; one sign bit per value.

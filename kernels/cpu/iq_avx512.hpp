@@ -160,13 +160,20 @@ struct iq_weights {
     __m512i mag[4];        // unsigned magnitudes
     __m512i scale[4];      // per-value-pair scales as words (maddubs output word i gets word i)
     std::uint64_t sign[4]; // bit i set: value 64p + i is negative
+    __m256i bsum_weight;   // with Unpack::uses_bsums: the weight of each 16-value activation sum, as words
     float factor;          // the super-block's float factor, as the scalar reference forms it
 };
 
 /// One unpacked super-block times one token's activations as 16 int32 lanes whose sum is the exact integer sum
-/// (two accumulators, so the dependency chain is two products deep).
+/// (two accumulators, so the dependency chain is two products deep). With Bsums, plus the activations' 16-value
+/// sums times w.bsum_weight (IQ1_S's delta term).
+template <bool Bsums = false>
 inline __m512i block_lanes(const iq_weights& w, const block_q8_k& y) {
     __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    if constexpr (Bsums) {
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+        acc[0] = _mm512_zextsi256_si512(_mm256_madd_epi16(bs, w.bsum_weight));
+    }
     for (int p = 0; p < 4; ++p) {
         const __m512i yv = _mm512_loadu_si512(y.qs + 64 * p);
         const __m512i ys = _mm512_mask_sub_epi8(yv, _cvtu64_mask64(w.sign[p]), _mm512_setzero_si512(), yv);
@@ -202,7 +209,7 @@ float dot_iq(std::size_t n, const void* w, const void* act, const Unpack& unpack
         float factor[4];
         for (int k = 0; k < 4; ++k) {
             unpack(x[b + k], qw);
-            lanes[k] = block_lanes(qw, y[b + k]);
+            lanes[k] = block_lanes<Unpack::uses_bsums>(qw, y[b + k]);
             factor[k] = qw.factor;
         }
         alignas(16) std::int32_t isum[4];
@@ -213,7 +220,8 @@ float dot_iq(std::size_t n, const void* w, const void* act, const Unpack& unpack
     }
     for (; b < nb; ++b) {
         unpack(x[b], qw);
-        sum += qw.factor * y[b].d * static_cast<float>(_mm512_reduce_add_epi32(block_lanes(qw, y[b])));
+        sum +=
+            qw.factor * y[b].d * static_cast<float>(_mm512_reduce_add_epi32(block_lanes<Unpack::uses_bsums>(qw, y[b])));
     }
     return sum;
 }
@@ -231,9 +239,10 @@ void dot4_iq(std::size_t n, const void* w, const void* act, std::size_t act_stri
     for (std::size_t b = 0; b < n / qk_k; ++b) {
         unpack(x[b], qw);
         alignas(16) std::int32_t isum[4];
-        _mm_store_si128(reinterpret_cast<__m128i*>(isum),
-                        sum_lanes4(block_lanes(qw, y[0][b]), block_lanes(qw, y[1][b]), block_lanes(qw, y[2][b]),
-                                   block_lanes(qw, y[3][b])));
+        _mm_store_si128(reinterpret_cast<__m128i*>(isum), sum_lanes4(block_lanes<Unpack::uses_bsums>(qw, y[0][b]),
+                                                                     block_lanes<Unpack::uses_bsums>(qw, y[1][b]),
+                                                                     block_lanes<Unpack::uses_bsums>(qw, y[2][b]),
+                                                                     block_lanes<Unpack::uses_bsums>(qw, y[3][b])));
         for (int t = 0; t < 4; ++t) {
             sum[t] += qw.factor * y[t][b].d * static_cast<float>(isum[t]);
         }
