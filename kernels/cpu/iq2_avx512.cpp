@@ -96,13 +96,17 @@ struct unpack_xs {
         // Group k is one word: a 9-bit grid index and a 7-bit sign index whose eighth bit is the parity.
         const __m512i q = _mm512_loadu_si512(x.qs);
         const __m512i indices = _mm512_and_si512(q, _mm512_set1_epi16(511));
-        const __m512i s7 = _mm512_srli_epi16(q, 9);
-        __m512i par = _mm512_xor_si512(s7, _mm512_srli_epi16(s7, 4));
-        par = _mm512_xor_si512(par, _mm512_srli_epi16(par, 2));
-        par = _mm512_xor_si512(par, _mm512_srli_epi16(par, 1));
-        const __m512i sb = _mm512_or_si512(s7, _mm512_slli_epi16(_mm512_and_si512(par, _mm512_set1_epi16(1)), 7));
+        // The 32 sign indices as bytes; the eighth sign bit is the parity of the two nibbles' parities (a shuffle
+        // each).
+        const __m256i s7 = _mm256_and_si256(_mm256_srli_epi16(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 8)), 1),
+                                            _mm256_set1_epi8(0x7f));
+        const __m256i odd = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0,
+                                             -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+        const __m256i par = _mm256_xor_si256(
+            _mm256_shuffle_epi8(odd, _mm256_and_si256(s7, _mm256_set1_epi8(0x0f))),
+            _mm256_shuffle_epi8(odd, _mm256_and_si256(_mm256_srli_epi16(s7, 4), _mm256_set1_epi8(0x0f))));
         alignas(32) std::uint64_t signs[4];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(signs), _mm512_cvtepi16_epi8(sb));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(signs), _mm256_or_si256(s7, par));
         for (int p = 0; p < 4; ++p) {
             w.sign[p] = signs[p];
         }
