@@ -8,6 +8,7 @@
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx2.hpp"
 
+#include <array>
 #include <cstring>
 
 namespace sluice::kernels::avx2 {
@@ -27,15 +28,28 @@ inline __m256i sign_bytes(std::uint32_t bits) {
     return _mm256_or_si256(bits_to_bytes(bits), _mm256_set1_epi8(1));
 }
 
+// The sign patterns of iq_signs as bytes for _mm256_sign_epi8: -1 where negative, +1 elsewhere, 8 per entry.
+constexpr std::array<std::uint64_t, 128> sign_patterns = [] {
+    std::array<std::uint64_t, 128> t{};
+    for (unsigned i = 0; i < 128; ++i) {
+        for (int j = 0; j < 8; ++j) {
+            t[i] |= static_cast<std::uint64_t>((iq_signs[i] >> j) & 1 ? 0xff : 0x01) << (8 * j);
+        }
+    }
+    return t;
+}();
+
+// The four 7-bit sign indices of an IQ2_XXS/IQ3_XXS word as 32 sign bytes.
+inline __m256i xxs_signs(std::uint32_t aux) {
+    return _mm256_set_epi64x(static_cast<long long>(sign_patterns[(aux >> 21) & 127]),
+                             static_cast<long long>(sign_patterns[(aux >> 14) & 127]),
+                             static_cast<long long>(sign_patterns[(aux >> 7) & 127]),
+                             static_cast<long long>(sign_patterns[aux & 127]));
+}
+
 // Word broadcast of one scale to both lanes, or of two scales to the low and high lane.
 inline __m256i scale_words(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(hi)), _mm_set1_epi16(static_cast<short>(lo)));
-}
-
-// The four 7-bit sign indices of an IQ2_XXS/IQ3_XXS word as 32 sign bits.
-inline std::uint32_t packed_signs(std::uint32_t aux) {
-    return iq_signs[aux & 127] | (iq_signs[(aux >> 7) & 127] << 8) | (iq_signs[(aux >> 14) & 127] << 16) |
-           (static_cast<std::uint32_t>(iq_signs[(aux >> 21) & 127]) << 24);
 }
 
 inline __m256i rows4(const std::uint64_t* grid, int i0, int i1, int i2, int i3) {
@@ -48,7 +62,7 @@ void unpack(const block_iq2_xxs& x, iq_weights& w) {
         std::uint32_t aux[2];
         std::memcpy(aux, x.qs + 4 * k, 8);
         w.mag[k] = rows4(iq2xxs_grid, aux[0] & 0xff, (aux[0] >> 8) & 0xff, (aux[0] >> 16) & 0xff, aux[0] >> 24);
-        w.sign[k] = sign_bytes(packed_signs(aux[1]));
+        w.sign[k] = xxs_signs(aux[1]);
         const int s = 2 * static_cast<int>(aux[1] >> 28) + 1;
         w.scale[k] = scale_words(s, s);
     }
@@ -59,8 +73,9 @@ void unpack(const block_iq2_xs& x, iq_weights& w) {
     for (int k = 0; k < 8; ++k) {
         const std::uint16_t* q = x.qs + 4 * k;
         w.mag[k] = rows4(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-        w.sign[k] = sign_bytes(iq_signs[q[0] >> 9] | (iq_signs[q[1] >> 9] << 8) | (iq_signs[q[2] >> 9] << 16) |
-                               (static_cast<std::uint32_t>(iq_signs[q[3] >> 9]) << 24));
+        w.sign[k] = _mm256_set_epi64x(
+            static_cast<long long>(sign_patterns[q[3] >> 9]), static_cast<long long>(sign_patterns[q[2] >> 9]),
+            static_cast<long long>(sign_patterns[q[1] >> 9]), static_cast<long long>(sign_patterns[q[0] >> 9]));
         w.scale[k] = scale_words(2 * (x.scales[k] & 0xf) + 1, 2 * (x.scales[k] >> 4) + 1);
     }
     w.factor = 0.125f * half(x.d);
@@ -89,7 +104,7 @@ void unpack(const block_iq3_xxs& x, iq_weights& w) {
                                      static_cast<int>(iq3xxs_grid[q[6]]), static_cast<int>(iq3xxs_grid[q[7]]));
         std::uint32_t aux;
         std::memcpy(&aux, x.qs + 64 + 4 * k, 4);
-        w.sign[k] = sign_bytes(packed_signs(aux));
+        w.sign[k] = xxs_signs(aux);
         const int s = 2 * static_cast<int>(aux >> 28) + 1;
         w.scale[k] = scale_words(s, s);
     }
