@@ -4,10 +4,11 @@
 // then costs one load, one masked subtraction, one maddubs and one dpwssd per pair; the super-block's integer sum is
 // exact and its float step is the scalar reference's, so results equal the scalar kernels' bit for bit.
 //
-// Grid rows are not loaded one by one: each row of a lattice grid is stored as a 16-bit code of level indices
-// (`iq_codes`), and 32 rows are looked up at once from the code table with word permutes (64 rows per two-register
-// permute), then expanded to bytes: IQ2 rows through bit-plane masks and byte blends, IQ3 rows with a shift and a
-// 16-entry byte shuffle.
+// For the smaller grids (IQ2_XXS, IQ3_XXS, IQ3_S: 256-512 rows) rows are not loaded one by one: each row is stored
+// as a 16-bit code (`iq_codes`), and 32 rows are looked up at once from the code table with word permutes (64 rows
+// per two-register permute), then expanded to bytes: IQ2_XXS rows through bit-plane masks and byte blends, IQ3 rows
+// with a shift and a 16-entry byte shuffle. The larger grids (IQ2_XS, IQ2_S, IQ1: 512-2048 rows of 8) are loaded row
+// by row, which measured faster than 8 or more permutes per 32 rows.
 #pragma once
 
 #include "kernels/cpu/blocks.hpp"
