@@ -80,19 +80,19 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels q2_k{act_format::q8_k, avx2::dequantize_q2_k, avx512::dot_q2_k, avx512::dot4_q2_k};
     static constexpr format_kernels q3_k{act_format::q8_k, avx2::dequantize_q3_k, avx512::dot_q3_k, avx512::dot4_q3_k};
     static constexpr format_kernels iq2_xxs{act_format::q8_k, scalar::dequantize_iq2_xxs, avx512::dot_iq2_xxs,
-                                           avx512::dot4_iq2_xxs};
+                                            avx512::dot4_iq2_xxs};
     static constexpr format_kernels iq2_xs{act_format::q8_k, scalar::dequantize_iq2_xs, avx512::dot_iq2_xs,
-                                          avx512::dot4_iq2_xs};
+                                           avx512::dot4_iq2_xs};
     static constexpr format_kernels iq2_s{act_format::q8_k, scalar::dequantize_iq2_s, avx512::dot_iq2_s,
-                                         avx512::dot4_iq2_s};
+                                          avx512::dot4_iq2_s};
     static constexpr format_kernels iq3_xxs{act_format::q8_k, scalar::dequantize_iq3_xxs, avx512::dot_iq3_xxs,
-                                           avx512::dot4_iq3_xxs};
+                                            avx512::dot4_iq3_xxs};
     static constexpr format_kernels iq3_s{act_format::q8_k, scalar::dequantize_iq3_s, avx512::dot_iq3_s,
-                                         avx512::dot4_iq3_s};
+                                          avx512::dot4_iq3_s};
     static constexpr format_kernels iq1_s{act_format::q8_k, scalar::dequantize_iq1_s, avx512::dot_iq1_s,
-                                         avx512::dot4_iq1_s};
+                                          avx512::dot4_iq1_s};
     static constexpr format_kernels iq1_m{act_format::q8_k, scalar::dequantize_iq1_m, avx512::dot_iq1_m,
-                                         avx512::dot4_iq1_m};
+                                          avx512::dot4_iq1_m};
     switch (type) {
     case quant_type::f32: return &f32;
     case quant_type::f16: return &f16;
