@@ -11,10 +11,10 @@
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/routing_plan.hpp"
+#include "runtime/experts/expert_layout.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/summary.hpp"
 #include "runtime/models/architecture.hpp"
-#include "runtime/experts/expert_layout.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -109,7 +109,9 @@ json::value array_to_json(const gguf::metadata_array& a) {
     return out;
 }
 
-bool is_tokenizer_key(std::string_view key) { return key.starts_with("tokenizer."); }
+bool is_tokenizer_key(std::string_view key) {
+    return key.starts_with("tokenizer.");
+}
 
 json::object tokenizer_json(const gguf::tokenizer_summary& t) {
     json::object o{{"model", t.model},
@@ -227,12 +229,12 @@ void print_text_tokenizer(std::ostream& out, const gguf::tokenizer_summary& t) {
         out << "  (none)\n";
         return;
     }
-    out << "  model " << t.model << ", pre " << (t.pre.empty() ? "(none)" : t.pre) << ", " << t.n_tokens
-        << " tokens, " << t.n_merges << " merges" << (t.has_scores ? ", scores" : "")
-        << (t.has_token_types ? ", token types" : "") << "\n";
+    out << "  model " << t.model << ", pre " << (t.pre.empty() ? "(none)" : t.pre) << ", " << t.n_tokens << " tokens, "
+        << t.n_merges << " merges" << (t.has_scores ? ", scores" : "") << (t.has_token_types ? ", token types" : "")
+        << "\n";
     out << "  bos " << (t.bos_id ? std::to_string(*t.bos_id) : "-") << ", eos "
-        << (t.eos_id ? std::to_string(*t.eos_id) : "-") << ", chat template "
-        << (t.has_chat_template ? "yes" : "no") << "\n";
+        << (t.eos_id ? std::to_string(*t.eos_id) : "-") << ", chat template " << (t.has_chat_template ? "yes" : "no")
+        << "\n";
 }
 
 void print_text_tensors(std::ostream& out, const gguf::model_files& model) {
@@ -245,10 +247,9 @@ void print_text_tensors(std::ostream& out, const gguf::model_files& model) {
                   "shape", "bytes", "offset");
     out << line;
     for (const auto& t : model.tensors()) {
-        std::snprintf(line, sizeof line, "%-*s  %-6s  %-22s  %12llu  %14llu\n", static_cast<int>(width),
-                      t.name.c_str(), std::string(kernels::traits_of(t.type).name).c_str(),
-                      gguf::shape_string(t).c_str(), static_cast<unsigned long long>(t.bytes),
-                      static_cast<unsigned long long>(t.offset));
+        std::snprintf(line, sizeof line, "%-*s  %-6s  %-22s  %12llu  %14llu\n", static_cast<int>(width), t.name.c_str(),
+                      std::string(kernels::traits_of(t.type).name).c_str(), gguf::shape_string(t).c_str(),
+                      static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(t.offset));
         out << line;
     }
 }
@@ -259,8 +260,7 @@ void print_text_totals(std::ostream& out, const gguf::tensor_totals& totals, con
     out << "  all tensors   " << human_bytes(all) << " in " << totals.dense_tensors + totals.expert_tensors
         << " tensors\n";
     out << "  dense         " << human_bytes(totals.dense_bytes) << " in " << totals.dense_tensors << " tensors\n";
-    out << "  experts       " << human_bytes(totals.expert_bytes) << " in " << totals.expert_tensors
-        << " tensors";
+    out << "  experts       " << human_bytes(totals.expert_bytes) << " in " << totals.expert_tensors << " tensors";
     if (all > 0) {
         char pct[32];
         std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * static_cast<double>(totals.expert_bytes) / all);
@@ -315,8 +315,11 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
         return trace.error();
     }
     const experts::routing_geometry model{hp.n_layer, hp.n_expert, hp.n_expert_used};
+    // The batch engine reads ahead at most eight tokens' worth of a step's predicted experts.
+    const auto limit = opts.prediction_limit >= 0 ? static_cast<std::uint32_t>(opts.prediction_limit)
+                                                  : 8 * std::max(1u, hp.n_expert_used);
     auto e = estimate_routing(plan, layout, *trace, model, *policy, {!opts.memory.no_prefetch, opts.prefetch_width},
-                              opts.routing);
+                              opts.routing, {opts.streams, limit});
     if (!e) {
         return e.error();
     }
@@ -525,7 +528,8 @@ int run_inspect(const inspect_options& opts) {
 
 void add_inspect_command(CLI::App& app) {
     auto opts = std::make_shared<inspect_options>();
-    auto* cmd = app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
+    auto* cmd =
+        app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
     // The file as -m (like every subcommand) or as the positional argument.
     auto* file = cmd->add_option("file", opts->path, "GGUF file (any part of a split model); or -m FILE");
     add_model_option(*cmd, opts->path, "GGUF file (any part of a split model)")->excludes(file);
@@ -571,6 +575,17 @@ void add_inspect_command(CLI::App& app) {
     cmd->add_option("--prefetch-width", opts->prefetch_width,
                     "--routing: read ahead only the first N experts of each token's recorded next-layer prediction "
                     "(in the router's order; 0: all top-k)")
+        ->needs(routing);
+    cmd->add_option("--streams", opts->streams,
+                    "--routing: replay this many sequences at once as the batch engine runs them (serve --parallel): "
+                    "each step one token of each, started at evenly spaced records; each layer's distinct experts "
+                    "fetched once per step")
+        ->check(CLI::Range(1u, 4096u))
+        ->needs(routing);
+    cmd->add_option("--prediction-limit", opts->prediction_limit,
+                    "--routing with --streams: the most predicted experts a step reads ahead per layer, the most "
+                    "voted first (default: 8 x top-k, as the batch engine; 0: no limit)")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20))
         ->needs(routing);
     cmd->add_option("--compute-tokens-per-s", opts->compute_tokens_per_s,
                     "--plan: the model's decode tokens/s with its experts in memory (sluice bench with a budget that "

@@ -1,7 +1,10 @@
 // Drives a running `sluice serve` with concurrent streamed completions and reports, per concurrency level, the
 // aggregate tokens/s and each stream's inter-token latency; then the time to first token of a short request on the
 // idle server and while LONG long ones decode. Node's own fetch, SSE parsed by hand; prints one JSON object.
+// Any server with an OpenAI-compatible streamed /v1/completions that takes `ignore_eos` works (llama-server too);
+// the profile lines need sluice's /metrics and read zeros elsewhere. --ttft 0 skips the time-to-first-token part.
 // Usage: node batch.mjs --url URL [--levels 1,2,4,8,16] [--tokens 32] [--long 7] [--long-tokens 256] [--rounds 1]
+//        [--ttft 1]
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
     if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
     return acc;
@@ -12,6 +15,7 @@ const tokens = Number(args.tokens ?? 32);
 const longCount = Number(args.long ?? 7);
 const longTokens = Number(args['long-tokens'] ?? 256);
 const rounds = Number(args.rounds ?? 1);
+const ttft = (args.ttft ?? '1') !== '0';
 
 const prompts = ['The history of the', 'In the beginning', 'A short story about', 'The quick brown fox',
                  'Once upon a time', 'The river flows', 'Numbers and letters', 'Under the old bridge'];
@@ -54,7 +58,8 @@ async function stream(prompt, maxTokens, signal) {
 
 // The server's counters (GET /metrics): unlabelled samples as they are, per-layer ones summed over layers.
 async function counters() {
-    const text = await (await fetch(`${url}/metrics`)).text();
+    const res = await fetch(`${url}/metrics`);
+    const text = res.ok ? await res.text() : '';
     const out = {};
     for (const line of text.split('\n')) {
         const m = /^(sluice_[a-z_]+)(\{layer="\d+"\})? ([-0-9.e+]+)$/.exec(line);
@@ -77,6 +82,9 @@ function profile(before, after) {
         gather_ms: steps ? (1000 * d('sluice_batch_gather_seconds_total')) / steps : 0,
         hit_rate: hits + misses ? hits / (hits + misses) : 0,
         fetched_per_step: steps ? (hits + misses) / steps : 0,
+        misses_per_step: steps ? misses / steps : 0,
+        read_gbps_busy: d('sluice_disk_busy_seconds_total') > 0
+            ? d('sluice_disk_read_bytes_total') / d('sluice_disk_busy_seconds_total') / 1e9 : 0,
         reads_per_token: tokens ? d('sluice_disk_reads_total') / tokens : 0,
         read_mb_per_token: tokens ? d('sluice_disk_read_bytes_total') / tokens / 1e6 : 0,
         prefetch_issued: d('sluice_expert_prefetch_issued_total'),
@@ -116,11 +124,16 @@ for (const c of levels) {
     const p = best.profile;
     console.error(`  ${p.steps} steps of ${p.step_width.toFixed(2)} sequences, ${p.step_ms.toFixed(1)} ms each ` +
                   `(${p.expert_wait_ms.toFixed(1)} waiting for experts, ${p.gather_ms.toFixed(2)} gathering before); ` +
-                  `experts: ${p.fetched_per_step.toFixed(0)} per step, hit rate ${(100 * p.hit_rate).toFixed(1)}%, ` +
+                  `experts: ${p.fetched_per_step.toFixed(0)} per step (${p.misses_per_step.toFixed(0)} misses), hit rate ${(100 * p.hit_rate).toFixed(1)}%, ` +
                   `${p.read_mb_per_token.toFixed(0)} MB read per token, prefetch ${p.prefetch_issued} issued ` +
-                  `${p.prefetch_used} used ${p.prefetch_wasted} wasted, disk busy ${p.disk_busy_s.toFixed(1)} s`);
+                  `${p.prefetch_used} used ${p.prefetch_wasted} wasted, disk busy ${p.disk_busy_s.toFixed(1)} s ` +
+                  `(${p.read_gbps_busy.toFixed(2)} GB/s while busy)`);
 }
 
+if (!ttft) {
+    console.log(JSON.stringify(report));
+    process.exit(0);
+}
 // Time to first token of a short request: idle, then while `longCount` long streams decode.
 const idle = [];
 for (let r = 0; r < 3; ++r) {

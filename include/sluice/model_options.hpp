@@ -25,6 +25,8 @@ enum class expert_cache_policy {
     lru2,        ///< LRU-2: the oldest second-to-last choice (one choice only: first, least recent first)
     layer_quota, ///< LRU within the layer holding the most slots over an equal per-layer share
     pin_hot,     ///< LRU that skips the hottest experts by live (ageing) counts: `cache_pin_percent` of the slots
+    lru2_cycle,  ///< LRU-2 over the experts not chosen since their layer's last visit; when all were, the one whose
+                 ///< layer comes back last (steps whose experts outnumber the slots keep most of them for the next)
 };
 
 /// What one render (and one parse) of a template may use. A template that goes past a limit fails with a
@@ -92,7 +94,7 @@ struct model_options {
     /// Streaming: before verifying drafts, read the experts each layer is predicted to choose for them (the
     /// routing of each drafted token's latest earlier occurrence; speculation::prefetch_draft_experts).
     bool draft_prefetch = true;
-    bool draft_adaptive = true;  ///< false: every step drafts draft_max tokens (speculative_params::adaptive)
+    bool draft_adaptive = true; ///< false: every step drafts draft_max tokens (speculative_params::adaptive)
 };
 
 /// Called while weights load: bytes read so far of the total. Runs on the loading coroutine's executor.

@@ -18,6 +18,7 @@ struct policy_name {
 constexpr policy_name policy_names[] = {{"lru", cache_policy::lru},
                                         {"lfu", cache_policy::lfu},
                                         {"lru-2", cache_policy::lru2},
+                                        {"lru-2-cycle", cache_policy::lru2_cycle},
                                         {"layer-quota", cache_policy::layer_quota},
                                         {"pin-hot", cache_policy::pin_hot}};
 
@@ -264,6 +265,91 @@ private:
     std::uint64_t clock_ = 0;
 };
 
+/// LRU-2 that knows the forward pass visits the layers in order, pass after pass (decode steps, and batch steps of
+/// many sequences). An expert is fresh when it was chosen since its layer's last visit (read ahead for a layer still
+/// to come in this pass counts too): it is likely chosen again at that layer's next visit. Stale experts go first,
+/// in LRU-2 order. When every evictable expert is fresh (a step's experts over all layers outnumber the slots, as
+/// with many sequences per step), plain LRU would evict the expert whose layer comes back soonest, so that every
+/// expert is read again on every pass; this evicts the one whose layer comes back last (the layers just passed,
+/// most recent first), keeping the rest of the cache for the next pass, as an optimal policy does on a cycle.
+class lru2_cycle_policy final : public replacement_policy {
+public:
+    lru2_cycle_policy(std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts)
+        : list_(slots), held_(slots), layers_(std::max(1u, layers)), max_experts_(max_experts),
+          last_(std::size_t{layers} * max_experts, 0), before_(last_.size(), 0), pass_of_(last_.size(), 0) {}
+
+    void on_access(std::uint32_t layer, std::int32_t expert) override {
+        if (layer < layer_) {
+            ++pass_;
+        }
+        layer_ = layer;
+        const auto i = index(layer, expert);
+        before_[i] = last_[i];
+        last_[i] = ++clock_;
+        pass_of_[i] = pass_;
+    }
+    void on_evictable(std::uint32_t slot, std::uint32_t layer, std::int32_t expert, bool prefetched) override {
+        held_[slot] = {layer, expert, prefetched, clock_, pass_};
+        list_.push_back(slot);
+    }
+    void on_pinned(std::uint32_t slot) override { list_.remove(slot); }
+    std::optional<std::uint32_t> evict() override {
+        std::int32_t stale = none, fresh = none;
+        std::uint64_t stale_key = std::numeric_limits<std::uint64_t>::max();
+        std::uint32_t fresh_distance = 0;
+        std::uint64_t fresh_key = std::numeric_limits<std::uint64_t>::max();
+        for (auto s = list_.head(); s != none; s = list_.next(static_cast<std::uint32_t>(s))) {
+            const auto& h = held_[static_cast<std::size_t>(s)];
+            const auto key = h.prefetched ? h.read_at : before_[index(h.layer, h.expert)];
+            if (!is_fresh(h)) {
+                if (key < stale_key) {
+                    stale = s;
+                    stale_key = key;
+                }
+                continue;
+            }
+            // Layers until this expert's layer comes again: the layer just passed is the farthest.
+            const std::uint32_t distance = h.layer > layer_ ? h.layer - layer_ : layers_ - layer_ + h.layer;
+            if (distance > fresh_distance || (distance == fresh_distance && key < fresh_key)) {
+                fresh = s;
+                fresh_distance = distance;
+                fresh_key = key;
+            }
+        }
+        return list_.take(stale != none ? stale : fresh);
+    }
+
+private:
+    struct held_expert {
+        std::uint32_t layer = 0;
+        std::int32_t expert = 0;
+        bool prefetched = false;
+        std::uint64_t read_at = 0;   ///< the clock when it became evictable
+        std::uint64_t read_pass = 0; ///< the pass then
+    };
+    [[nodiscard]] std::size_t index(std::uint32_t layer, std::int32_t expert) const noexcept {
+        return std::size_t{layer} * max_experts_ + static_cast<std::size_t>(expert);
+    }
+    /// Chosen (or, not chosen yet, read ahead) since its layer's last visit.
+    [[nodiscard]] bool is_fresh(const held_expert& h) const noexcept {
+        if (h.prefetched) { // read ahead for a layer of this pass still to come
+            return h.read_pass == pass_ && h.layer > layer_;
+        }
+        const auto pass = pass_of_[index(h.layer, h.expert)];
+        return pass == pass_ || (pass + 1 == pass_ && h.layer > layer_);
+    }
+
+    recency_list list_;
+    std::vector<held_expert> held_;
+    std::uint32_t layers_;
+    std::uint32_t max_experts_;
+    std::vector<std::uint64_t> last_, before_; ///< clock of the last and second-to-last choice, 0: none
+    std::vector<std::uint64_t> pass_of_;       ///< the pass of the last choice
+    std::uint64_t clock_ = 0;
+    std::uint64_t pass_ = 1;  ///< passes over the layers: a choice of a lower layer than the last starts one
+    std::uint32_t layer_ = 0; ///< the layer of the last choice
+};
+
 /// Per-layer quotas: each layer's share of the slots is slots / layers; the victim is the least recently released
 /// evictable slot of the layer that holds the most slots over its share, so one busy layer cannot push the others'
 /// experts out. (Layers without routed experts hold nothing; that shifts every layer's excess alike.)
@@ -391,6 +477,8 @@ std::unique_ptr<replacement_policy> make_policy(const policy_spec& spec, std::ui
         return std::make_unique<lfu_policy>(slots, layers, max_experts);
     case cache_policy::lru2:
         return std::make_unique<lru2_policy>(slots, layers, max_experts);
+    case cache_policy::lru2_cycle:
+        return std::make_unique<lru2_cycle_policy>(slots, layers, max_experts);
     case cache_policy::layer_quota:
         return std::make_unique<layer_quota_policy>(slots, std::max(1u, layers));
     case cache_policy::pin_hot:

@@ -27,9 +27,9 @@ struct policy_spec {
 };
 
 /// The names `parse_cache_policy` accepts, for help texts: "lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]".
-inline constexpr std::string_view cache_policy_names = "lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]";
+inline constexpr std::string_view cache_policy_names = "lru, lfu, lru-2, lru-2-cycle, layer-quota, pin-hot[:PERCENT]";
 
-/// Parses "lru", "lfu", "lru-2", "layer-quota" or "pin-hot". Errors name the value and the choices.
+/// Parses "lru", "lfu", "lru-2", "lru-2-cycle", "layer-quota" or "pin-hot". Errors name the value and the choices.
 result<cache_policy> parse_cache_policy(std::string_view name);
 /// Parses a policy name, and for pin-hot an optional ":PERCENT" (1..99, default 50): "pin-hot:25".
 result<policy_spec> parse_policy_spec(std::string_view text);

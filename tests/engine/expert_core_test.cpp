@@ -104,6 +104,38 @@ TEST(replacement_policy, lru2_forgets_old_frequency_that_lfu_keeps) {
     EXPECT_EQ(b.hits, 6u);
 }
 
+TEST(replacement_policy, lru2_cycle_keeps_most_of_a_pass_that_outgrows_the_cache) {
+    // 4 layers, one expert each, chosen in layer order pass after pass, 3 slots: every expert was chosen in the last
+    // pass, so LRU-2 evicts the one whose layer comes next and misses every choice; lru-2-cycle evicts the one whose
+    // layer comes back last, as Belady's optimal policy does, and after the cold pass misses one choice in three
+    // (the optimum for a cycle of four over three slots: (4 - 3) / (4 - 1)).
+    std::vector<expert_access> t;
+    for (int pass = 0; pass < 10; ++pass) {
+        for (std::uint32_t l = 0; l < 4; ++l) {
+            t.push_back({l, 5});
+        }
+    }
+    auto lru2 = experts::make_policy(cache_policy::lru2, 3, 4, 8);
+    auto cycle = experts::make_policy(cache_policy::lru2_cycle, 3, 4, 8);
+    const auto a = experts::simulate(*lru2, 3, 4, 8, t);
+    const auto b = experts::simulate(*cycle, 3, 4, 8, t);
+    EXPECT_EQ(a.hits, 0u);
+    EXPECT_EQ(b.misses, 4u + 36u / 3u); // the cold pass, then one choice in three
+    EXPECT_EQ(b.hits, 40u - 16u);
+}
+
+TEST(replacement_policy, lru2_cycle_evicts_a_stale_expert_before_a_fresh_one) {
+    // Layer 0 chooses 1 then 2 on later passes, layer 1 always 3; at the third pass's layer 0, expert 1 (not chosen
+    // since the last visit of layer 0) goes before 3 (chosen in the last pass), which then hits at layer 1.
+    const std::vector<expert_access> t = {{0, 1}, {1, 3}, {0, 2}, {1, 3}, {0, 4}, {1, 3}};
+    auto cycle = experts::make_policy(cache_policy::lru2_cycle, 3, 2, 8);
+    const auto r = experts::simulate(*cycle, 3, 2, 8, t);
+    ASSERT_EQ(r.victims.size(), 1u);
+    EXPECT_EQ(r.victims[0].layer, 0u);
+    EXPECT_EQ(r.victims[0].expert, 1);
+    EXPECT_EQ(r.hits, 2u);
+}
+
 TEST(replacement_policy, layer_quota_evicts_from_the_layer_over_its_share) {
     // 4 slots over 2 layers: 2 each. Layer 1's expert is the oldest, so LRU evicts it when layer 0 takes a fourth
     // slot; the quota evicts layer 0's oldest instead, and layer 1's expert is still there when it comes back.
@@ -147,11 +179,9 @@ TEST(replacement_policy, pin_hot_still_evicts_a_hot_expert_when_nothing_else_is_
 }
 
 TEST(replacement_policy, every_policy_counts_every_access_and_never_evicts_a_trace_that_fits) {
-    const experts::policy_spec specs[] = {{cache_policy::lru},
-                                          {cache_policy::lfu},
-                                          {cache_policy::lru2},
-                                          {cache_policy::layer_quota},
-                                          {cache_policy::pin_hot, 25}};
+    const experts::policy_spec specs[] = {{cache_policy::lru},         {cache_policy::lfu},
+                                          {cache_policy::lru2},        {cache_policy::lru2_cycle},
+                                          {cache_policy::layer_quota}, {cache_policy::pin_hot, 25}};
     // 3 layers x 16 experts, pseudo-random choices and predictions.
     std::vector<expert_access> t;
     std::uint32_t x = 12345;
@@ -177,8 +207,8 @@ TEST(replacement_policy, every_policy_counts_every_access_and_never_evicts_a_tra
 }
 
 TEST(replacement_policy, names_and_parameters_round_trip_and_bad_ones_are_refused) {
-    for (const auto p :
-         {cache_policy::lru, cache_policy::lfu, cache_policy::lru2, cache_policy::layer_quota, cache_policy::pin_hot}) {
+    for (const auto p : {cache_policy::lru, cache_policy::lfu, cache_policy::lru2, cache_policy::lru2_cycle,
+                         cache_policy::layer_quota, cache_policy::pin_hot}) {
         EXPECT_EQ(*experts::parse_cache_policy(experts::to_string(p)), p);
     }
     EXPECT_EQ(*experts::parse_policy_spec("pin-hot:25"), (experts::policy_spec{cache_policy::pin_hot, 25}));

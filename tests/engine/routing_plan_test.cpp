@@ -106,7 +106,8 @@ TEST(estimate_routing, a_cache_larger_than_the_recording_counts_a_second_pass) {
 
 /// A two-layer, 8-expert, top-1 recording: each token chooses `first[t]` at layer 0 and `second[t]` at layer 1,
 /// and layer 0 predicts `second[t]` for layer 1 (a perfect prediction).
-experts::routing_trace two_layer_trace(const std::vector<std::uint16_t>& first, const std::vector<std::uint16_t>& second) {
+experts::routing_trace two_layer_trace(const std::vector<std::uint16_t>& first,
+                                       const std::vector<std::uint16_t>& second) {
     const routing_geometry g{2, 8, 1};
     auto bytes = experts::encode_routing_header({g, first.size(), "predicted"});
     for (std::size_t t = 0; t < first.size(); ++t) {
@@ -140,6 +141,51 @@ TEST(estimate_routing, a_right_prediction_read_ahead_turns_the_next_layers_miss_
     EXPECT_EQ(ahead->read_bytes_per_token, 1u << 20); // the read moved ahead, it did not go away
 }
 
+TEST(estimate_routing, streams_fetch_an_expert_they_share_once_per_step) {
+    // Two streams over a cycle of four in one layer, 4 slots: stream 0 starts at record 0, stream 1 at record 6
+    // (the same expert two places on), so each step chooses two distinct experts; all four fit, so after the cold
+    // start every step hits both, and one step holds two tokens.
+    const auto e = estimate_routing(streaming_plan(4), one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
+                                    {cache_policy::lru}, {true}, "test.routing", {2, 0});
+    ASSERT_TRUE(e) << e.error().message;
+    EXPECT_EQ(e->streams, 2u);
+    EXPECT_EQ(e->routed_layers, 1u);
+    EXPECT_EQ(e->warmup_tokens, 4u); // two steps of two tokens
+    EXPECT_EQ(e->measured_steps, 4u);
+    EXPECT_EQ(e->measured_tokens, 8u);
+    EXPECT_DOUBLE_EQ(e->distinct_per_step, 2.0);
+    EXPECT_DOUBLE_EQ(e->misses_per_step, 0.0);
+    // The same streams choosing the same expert at once: records 0 and 4 both choose 0.
+    const std::vector<std::uint16_t> twice = {0, 1, 2, 3, 0, 1, 2, 3};
+    const auto same = estimate_routing(streaming_plan(2), one_mib_experts(), one_layer_trace(twice), {1, 8, 1},
+                                       {cache_policy::lru}, {true}, "test.routing", {2, 0});
+    ASSERT_TRUE(same) << same.error().message;
+    EXPECT_DOUBLE_EQ(same->distinct_per_step, 1.0);
+    EXPECT_DOUBLE_EQ(same->misses_per_step, 1.0);          // 2 slots, a cycle of 4 one expert a step: LRU misses each
+    EXPECT_EQ(same->read_bytes_per_token, (1u << 20) / 2); // one read serves both tokens
+}
+
+TEST(estimate_routing, the_step_prediction_keeps_the_most_predicted_experts) {
+    // Three streams (records 0, 2 and 4 at step 0; 1, 3 and 5 at step 1) over two layers, 3 slots, each token
+    // predicting its layer-1 expert. Step 0 fills the cache (layer 0's expert 0, layer 1's 4 and 5); step 1's tokens
+    // choose 6, 6, 7 at layer 1: without a limit both are read ahead and hit; with a limit of 1 only 6 (two votes)
+    // is, and 7 is a miss.
+    const std::vector<std::uint16_t> first(6, 0);
+    const std::vector<std::uint16_t> second = {4, 6, 4, 6, 5, 7};
+    const auto trace = two_layer_trace(first, second);
+    const auto all = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, {cache_policy::lru},
+                                      {true}, "test.routing", {3, 0});
+    const auto one = estimate_routing(streaming_plan(3), one_mib_experts(), trace, {2, 8, 1}, {cache_policy::lru},
+                                      {true}, "test.routing", {3, 1});
+    ASSERT_TRUE(all && one);
+    EXPECT_EQ(all->measured_steps, 1u);
+    EXPECT_DOUBLE_EQ(all->distinct_per_step, 3.0); // 0 at layer 0, 6 and 7 at layer 1
+    EXPECT_EQ(all->prefetch_reads, 2u);
+    EXPECT_EQ(all->misses, 0u);
+    EXPECT_EQ(one->prefetch_reads, 1u);
+    EXPECT_EQ(one->misses, 1u);
+}
+
 TEST(estimate_routing, a_resident_plan_reads_nothing) {
     memory_plan resident;
     const auto e = estimate_routing(resident, one_mib_experts(), one_layer_trace(cycle_of_four), {1, 8, 1},
@@ -158,7 +204,7 @@ TEST(estimate_routing, a_recording_of_another_geometry_is_refused_naming_both) {
 }
 
 TEST(expected_tokens_per_s, adds_the_disk_time_to_the_compute_time) {
-    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 0, 0.0), 10.0);           // nothing read: the compute speed
+    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 0, 0.0), 10.0);          // nothing read: the compute speed
     EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 100'000'000, 1e9), 5.0); // 0.1 s + 0.1 s per token
     EXPECT_DOUBLE_EQ(expected_tokens_per_s(0.0, 100'000'000, 1e9), 0.0);  // compute unknown
     EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 100'000'000, 0.0), 0.0); // disk unknown

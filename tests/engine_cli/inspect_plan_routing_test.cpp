@@ -19,14 +19,17 @@ using sluice::test::tiny_moe_model;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 /// A recording of `model` generating 24 tokens (sampled, so the routing varies), made once per model.
 std::string record(const std::filesystem::path& model, const std::string& name) {
     const auto rec = (scratch_dir() / name).string();
-    const auto r = run_process(sluice_exe() + " run -m " + shell_quote(model.string()) +
-                               " -p 'the plan tells the truth' -n 24 --ignore-eos --temp 1 --seed 3 -t 1 -c 128 --record-routing " +
-                               shell_quote(rec));
+    const auto r = run_process(
+        sluice_exe() + " run -m " + shell_quote(model.string()) +
+        " -p 'the plan tells the truth' -n 24 --ignore-eos --temp 1 --seed 3 -t 1 -c 128 --record-routing " +
+        shell_quote(rec));
     EXPECT_EQ(r.status, 0) << r.err;
     return rec;
 }
@@ -47,8 +50,12 @@ json::object plan_json(const std::string& flags) {
     return r.status == 0 ? json::parse(r.out).as_object() : json::object{};
 }
 
-std::uint64_t u64(const json::object& o, const char* key) { return o.at(key).to_number<std::uint64_t>(); }
-double num(const json::object& o, const char* key) { return o.at(key).to_number<double>(); }
+std::uint64_t u64(const json::object& o, const char* key) {
+    return o.at(key).to_number<std::uint64_t>();
+}
+double num(const json::object& o, const char* key) {
+    return o.at(key).to_number<double>();
+}
 
 /// A budget of the plan's fixed part (dense, KV, buffers) plus `slots` expert-cache slots.
 std::string budget_with_slots(std::uint64_t slots) {
@@ -138,8 +145,8 @@ TEST(sluice_inspect_plan_routing, lfu_is_a_choice_and_a_bad_policy_is_refused) {
     const auto budget = budget_with_slots(6);
     const auto o = plan_json("--memory-budget " + budget + " --policy lfu --routing " + shell_quote(tiny_recording()));
     EXPECT_EQ(o.at("routing").at("policy").as_string(), "lfu");
-    const auto bad = inspect_plan("--memory-budget " + budget + " --policy mru --routing " +
-                                  shell_quote(tiny_recording()));
+    const auto bad =
+        inspect_plan("--memory-budget " + budget + " --policy mru --routing " + shell_quote(tiny_recording()));
     EXPECT_NE(bad.status, 0);
     EXPECT_TRUE(contains(bad.err, "--policy")) << bad.err;
     const auto no_routing = inspect_plan("--policy lfu");
@@ -184,4 +191,29 @@ TEST(sluice_inspect_plan_routing, a_missing_or_garbage_recording_ends_with_a_mes
     const auto missing = inspect_plan("--routing " + shell_quote((scratch_dir() / "absent.routing").string()));
     EXPECT_EQ(missing.status, 1);
     EXPECT_TRUE(contains(missing.err, "absent.routing")) << missing.err;
+}
+
+TEST(sluice_inspect_plan_routing, streams_replay_steps_whose_union_is_at_most_their_choices) {
+    // One stream's step chooses exactly routed_layers x top_k experts; four streams' steps choose between that (all
+    // alike) and four times that, fewer whenever two of the step's tokens share an expert.
+    const auto budget = budget_with_slots(6);
+    const auto rec = shell_quote(tiny_recording());
+    const auto one = plan_json("--memory-budget " + budget + " --routing " + rec).at("routing").as_object();
+    const auto per_token = static_cast<double>(u64(one, "routed_layers") * u64(one, "top_k"));
+    EXPECT_EQ(u64(one, "streams"), 1u);
+    EXPECT_GT(per_token, 0.0);
+    EXPECT_EQ(num(one, "distinct_per_step"), per_token);
+    const auto four = plan_json("--memory-budget " + budget + " --policy lru-2-cycle --streams 4 --routing " + rec)
+                          .at("routing")
+                          .as_object();
+    EXPECT_EQ(u64(four, "streams"), 4u);
+    EXPECT_EQ(four.at("policy").as_string(), "lru-2-cycle");
+    EXPECT_EQ(u64(four, "measured_tokens"), 4 * u64(four, "measured_steps"));
+    EXPECT_GE(num(four, "distinct_per_step"), per_token);
+    EXPECT_LE(num(four, "distinct_per_step"), 4 * per_token);
+    EXPECT_NEAR(num(four, "misses_per_step") * static_cast<double>(u64(four, "measured_steps")),
+                static_cast<double>(u64(four, "misses")), 1e-6);
+    const auto bad = inspect_plan("--memory-budget " + budget + " --streams 0 --routing " + rec);
+    EXPECT_NE(bad.status, 0);
+    EXPECT_TRUE(contains(bad.err, "--streams")) << bad.err;
 }
