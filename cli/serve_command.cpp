@@ -106,6 +106,9 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--shutdown-grace", a->shutdown_grace,
                     "After SIGTERM, how long running generations may finish before they are stopped (0s: at once)")
         ->capture_default_str();
+    // Many streams share one batch step: lru-2-cycle keeps most of the cache from one step to the next when a
+    // step's experts outnumber the slots (docs/STREAMING.md, "Replacement"); one stream reads the same as lru-2.
+    a->memory.cache_policy = "lru-2-cycle";
     add_memory_flags(*cmd, a->memory);
     add_speculative_flags(*cmd, a->speculative);
     add_record_routing_option(*cmd, o.record_routing);
