@@ -1,6 +1,8 @@
 // AVX-512 (BW + VNNI) kernels for Q3_K weights against Q8_K activations: the layout of Q2_K's 512-bit kernel, with
 // the hmask bit of each value added as 4 under a byte mask (values taken as q + 4, the bias taken off with the
-// activation block sums) and signed scales.
+// activation block sums) and signed scales. The 12-byte scale field is unpacked in one register (two byte
+// shuffles and two word shifts) instead of byte by byte through memory, and each 16-value group's scale reaches its
+// 128-bit lane through an in-lane byte shuffle.
 #include "kernels/cpu/blocks.hpp"
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx512.hpp"
@@ -8,41 +10,65 @@
 namespace sluice::kernels::avx512 {
 namespace {
 
-// Per shift s: the word permute of the scales (as Q2_K's) and the hmask bit of runs s (low half) and 4 + s (high).
+// Lane k (0..3) of shift s holds group g(s, k) = 2s + (k & 1) + 8 (k >> 1): runs s and 4 + s, 16 values a lane.
+constexpr int group_of(int s, int k) {
+    return 2 * s + (k & 1) + 8 * (k >> 1);
+}
+
+// Constants of the unpacking, built once per call.
 struct picks {
-    __m512i idx[4];
-    __m512i bit[4];
+    __m512i word[4];    // shift s: bytes 4s, 4s + 1 of each lane repeated (the lane's scale as a word)
+    __m512i bit[4];     // shift s: the hmask bit of runs s (low half) and 4 + s (high half)
+    __m128i lane_order; // scale bytes reordered so byte 4k + s is group g(s, k)
     picks() {
         for (int s = 0; s < 4; ++s) {
-            const auto g = static_cast<short>(2 * s);
-            idx[s] =
-                join(_mm256_setr_epi16(g, g, g, g, g, g, g, g, g + 1, g + 1, g + 1, g + 1, g + 1, g + 1, g + 1, g + 1),
-                     _mm256_setr_epi16(g + 8, g + 8, g + 8, g + 8, g + 8, g + 8, g + 8, g + 8, g + 9, g + 9, g + 9,
-                                       g + 9, g + 9, g + 9, g + 9, g + 9));
+            const auto lo = static_cast<char>(4 * s), hi = static_cast<char>(4 * s + 1);
+            word[s] =
+                _mm512_broadcast_i32x4(_mm_setr_epi8(lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi));
             bit[s] = join(_mm256_set1_epi8(static_cast<char>(1 << s)), _mm256_set1_epi8(static_cast<char>(16 << s)));
         }
+        alignas(16) std::int8_t order[16];
+        for (int k = 0; k < 4; ++k) {
+            for (int s = 0; s < 4; ++s) {
+                order[4 * k + s] = static_cast<std::int8_t>(group_of(s, k));
+            }
+        }
+        lane_order = _mm_load_si128(reinterpret_cast<const __m128i*>(order));
     }
 };
+
+// The 16 signed scales (bytes, group order) of a Q3_K scale field: low nibbles from bytes 0-7 (groups 0-7) and
+// their high nibbles (groups 8-15), the top two bits from bytes 8-11 at shift 2 * (group / 4); stored +32.
+// Reads only the 12 bytes of the field (masked load).
+inline __m128i unpack_scales(const std::uint8_t* q) {
+    const __m128i v = _mm_maskz_loadu_epi8(0x0fff, q);
+    const __m128i lo_src = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
+    const __m128i lo =
+        _mm_and_si128(_mm_srlv_epi16(lo_src, _mm_setr_epi16(0, 0, 0, 0, 4, 4, 4, 4)), _mm_set1_epi8(0x0f));
+    const __m128i hi_src = _mm_shuffle_epi8(v, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi16(hi_src, _mm_setr_epi16(0, 0, 2, 2, 4, 4, 6, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
 
 // The weight side of one super-block, unpacked once and shared by every token.
 struct q3_weights {
     __m512i u[4];     // shift s: runs s and 4 + s as q + 4
     __m512i scale[4]; // shift s: the matching group scales as signed words
-    __m256i scales;   // the 16 scales as words
+    __m256i scales;   // the 16 scales as words, group order
     float d;
 };
 
 inline void unpack(const block_q3_k& x, const picks& pk, q3_weights& w) {
-    alignas(16) std::int8_t sc[16];
-    unpack_q3_k_scales(x.scales, sc);
-    w.scales = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-    const __m512i words = _mm512_castsi256_si512(w.scales);
+    const __m128i sc = unpack_scales(x.scales);
+    w.scales = _mm256_cvtepi8_epi16(sc);
+    // Lane k holds the scales of groups g(0..3, k) as dwords 0..3 (sign-extended, so the low word is the scale).
+    const __m512i lanes = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc, pk.lane_order));
     const __m512i raw = _mm512_loadu_si512(x.qs);
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.hmask)));
     for (int s = 0; s < 4; ++s) {
         const __m512i low = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * s), _mm512_set1_epi8(3));
         w.u[s] = _mm512_mask_add_epi8(low, _mm512_test_epi8_mask(hm, pk.bit[s]), low, _mm512_set1_epi8(4));
-        w.scale[s] = _mm512_permutexvar_epi16(pk.idx[s], words);
+        w.scale[s] = _mm512_shuffle_epi8(lanes, pk.word[s]);
     }
     w.d = half(x.d);
 }

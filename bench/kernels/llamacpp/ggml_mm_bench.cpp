@@ -5,9 +5,10 @@
 //           samples of >= 0.25 s.
 //  prefill: 64 / 512 activation rows against one 4096 x 4096 matrix, GFLOP/s = 2*rows*cols*tokens/t, best of 2
 //           after a warm-up, repeated 3 times (best).
-// Usage: ggml_mm_bench decode|prefill|lowbit <threads> <plain|repack>
+// Usage: ggml_mm_bench decode|prefill|lowbit <threads> <plain|repack> [FORMATS]
 //  lowbit : decode on the 2048 x 768 expert shape and 64-token prefill on it for the 2- and 3-bit formats and
-//           MXFP4, as kernels_bench lowbit.
+//           MXFP4, as kernels_bench lowbit; FORMATS (comma-separated ggml names, e.g. q2_K,q3_K,mxfp4) keeps
+//           only those rows.
 // "repack" puts the weights in the CPU_REPACK buffer (what llama-cli / llama-bench use by default; on x86
 // it repacks Q4_K and Q2_K to 8x8 interleaved rows, MXFP4 too; Q6_K, Q8_0, F16 and the IQ2/IQ3/IQ1 formats are
 // not repacked on x86 and stay plain).
@@ -114,7 +115,11 @@ int main(int argc, char** argv) {
                                  GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M,   GGML_TYPE_MXFP4};
         std::printf("| format | matrix | ggml %d thread(s) decode GB/s | prefill 64 GFLOP/s | layout |\n"
                     "|---|---|---:|---:|---|\n", threads);
+        const std::string only = argc > 4 ? "," + std::string(argv[4]) + "," : "";
         for (ggml_type t : low) {
+            if (!only.empty() && only.find("," + std::string(ggml_type_name(t)) + ",") == std::string::npos) {
+                continue;
+            }
             const size_t mb = ggml_row_size(t, 2048) * 768;
             setup st = make(t, 2048, 768, 1, std::max<size_t>(2, target / mb), repack);
             ggml_backend_graph_compute(be, st.graph);
