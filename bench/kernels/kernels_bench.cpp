@@ -1,8 +1,8 @@
 // Decode- and prefill-shaped products per format, printed as Markdown next to the machine's measured limits.
 // Usage: kernels_bench [decode|hot|prefill|all|overlap|lowbit [FORMATS]]   (SLUICE_ISA=scalar|avx2|avx512 picks the
-// level) `lowbit` (not part of `all`): the 2- and 3-bit formats and MXFP4 on a MoE expert shape, decode and 64-token
-// prefill; FORMATS (comma-separated GGUF names, e.g. q2_K,q3_K,mxfp4) keeps only those rows. `overlap` (AVX-512
-// machines, not part of `all`): how a core's own work per cache line lowers its rate from DRAM.
+// level). `lowbit` (not part of `all`): the 2- and 3-bit formats and MXFP4 on a MoE expert shape, decode and 64-token
+// prefill; FORMATS (comma-separated GGUF names, e.g. q2_K,q3_K,mxfp4) keeps only those rows.
+// `overlap` (AVX-512 machines, not part of `all`): how a core's own work per cache line lowers its rate from DRAM.
 #include "bench/kernels/machine_limits.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/quant.hpp"
@@ -65,8 +65,8 @@ std::unique_ptr<std::uint8_t[]> make_buffer(std::size_t bytes) {
 }
 
 // y = W x over `threads` contiguous row ranges; activation preparation is part of the timed work.
-void matvec(runtime::compute_pool& pool, std::size_t threads, format f, const std::uint8_t* w, shape s, const float* x,
-            std::uint8_t* act, float* y, kernels::isa_level isa) {
+void matvec(runtime::compute_pool& pool, std::size_t threads, format f, const std::uint8_t* w, shape s,
+            const float* x, std::uint8_t* act, float* y, kernels::isa_level isa) {
     const quant_type type = f.type;
     kernels::prepare_activations(type, x, s.cols, 1, s.cols, act, isa);
     const std::size_t rb = *kernels::row_bytes(type, s.cols);
@@ -132,8 +132,8 @@ paired median_pairs(Bound bound, Kernel kernel, Share share) {
 }
 
 template <class Share>
-paired decode_vs_read(runtime::compute_pool& pool, std::size_t threads, format f, shape s, const std::uint8_t* buf,
-                      std::size_t buf_bytes, Share share) {
+paired decode_vs_read(runtime::compute_pool& pool, std::size_t threads, format f, shape s,
+                      const std::uint8_t* buf, std::size_t buf_bytes, Share share) {
     return median_pairs([&] { return read_bandwidth_gbs(pool, threads, buf, 1ull << 30); },
                         [&] { return decode_gbs(pool, threads, f, s, buf, buf_bytes); }, share);
 }
@@ -163,8 +163,8 @@ void run_decode(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::s
             const paired g1 = decode_vs_read(*pools[0], 1, f, s, buf, buf_bytes, one_core);
             const paired g2 = decode_vs_read(*pools[1], 2, f, s, buf, buf_bytes, two_cores);
             std::printf("| %s | %zu x %zu | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%%%s |\n",
-                        format_name(f).c_str(), s.cols, s.rows, mib, g1.kernel_gbs, g1.read_gbs,
-                        100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
+                        format_name(f).c_str(), s.cols, s.rows, mib, g1.kernel_gbs,
+                        g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
                         100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "");
             std::fflush(stdout);
         }
@@ -181,12 +181,11 @@ void run_hot(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::size
     const auto isa = kernels::active_isa();
     std::printf("\n| format | in-cache GB/s, 1 thread, avx2 | %s | ratio |\n|---|---:|---:|---:|\n",
                 std::string(kernels::isa_name(isa)).c_str());
-    for (quant_type type :
-         {quant_type::q4_0,    quant_type::q4_1,   quant_type::q5_0,  quant_type::q5_1,    quant_type::iq4_nl,
-          quant_type::iq4_xs,  quant_type::q4_k,   quant_type::q5_k,  quant_type::q6_k,    quant_type::q8_0,
-          quant_type::f16,     quant_type::bf16,   quant_type::mxfp4, quant_type::q2_k,    quant_type::q3_k,
-          quant_type::iq2_xxs, quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs, quant_type::iq3_s,
-          quant_type::iq1_s,   quant_type::iq1_m}) {
+    for (quant_type type : {quant_type::q4_0, quant_type::q4_1, quant_type::q5_0, quant_type::q5_1, quant_type::iq4_nl,
+                            quant_type::iq4_xs, quant_type::q4_k, quant_type::q5_k, quant_type::q6_k, quant_type::q8_0,
+                            quant_type::f16, quant_type::bf16, quant_type::mxfp4, quant_type::q2_k, quant_type::q3_k,
+                            quant_type::iq2_xxs, quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs,
+                            quant_type::iq3_s, quant_type::iq1_s, quant_type::iq1_m}) {
         const format f{type};
         std::vector<double> low, act;
         for (int rep = 0; rep < 5; ++rep) {
@@ -243,8 +242,8 @@ void run_prefill(runtime::compute_pool* pools[2], const std::uint8_t* buf) {
             const paired g1 = prefill_vs_peak(*pools[0], 1, f, s, tokens, buf, one_core);
             const paired g2 = prefill_vs_peak(*pools[1], 2, f, s, tokens, buf, two_cores);
             std::printf("| %s | %zu x %zu | %zu | %.1f | %.0f | %.0f%% | %.1f | %.0f | %.0f%%%s |\n",
-                        format_name(f).c_str(), s.cols, s.rows, tokens, g1.kernel_gbs, g1.read_gbs,
-                        100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
+                        format_name(f).c_str(), s.cols, s.rows, tokens, g1.kernel_gbs,
+                        g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
                         100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "");
             std::fflush(stdout);
         }
@@ -258,8 +257,8 @@ void run_lowbit(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::s
     const auto one_core = [] { return 1.0; };
     const auto two_cores = [&] { return second_core_share(pools); };
     auto formats = with_repacked({quant_type::q4_k, quant_type::q2_k, quant_type::q3_k, quant_type::iq2_xxs,
-                                  quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs, quant_type::iq3_s,
-                                  quant_type::iq1_s, quant_type::iq1_m, quant_type::mxfp4});
+                                        quant_type::iq2_xs, quant_type::iq2_s, quant_type::iq3_xxs, quant_type::iq3_s,
+                                        quant_type::iq1_s, quant_type::iq1_m, quant_type::mxfp4});
     if (!only.empty()) {
         std::erase_if(formats, [&](format f) {
             std::string name(",");
@@ -268,17 +267,17 @@ void run_lowbit(runtime::compute_pool* pools[2], const std::uint8_t* buf, std::s
         });
     }
     const shape expert{2048, 768};
-    std::printf(
-        "\n| format | matrix (cols x rows) | 1 thread GB/s | read GB/s | %% | 2 threads GB/s | read GB/s | %% | "
-        "prefill 64, 2 threads GFLOP/s | f32 peak | %% |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("\n| format | matrix (cols x rows) | 1 thread GB/s | read GB/s | %% | 2 threads GB/s | read GB/s | %% | "
+                "prefill 64, 2 threads GFLOP/s | f32 peak | %% |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (format f : formats) {
         const paired g1 = decode_vs_read(*pools[0], 1, f, expert, buf, buf_bytes, one_core);
         const paired g2 = decode_vs_read(*pools[1], 2, f, expert, buf, buf_bytes, two_cores);
         const paired p2 = prefill_vs_peak(*pools[1], 2, f, {2048, 768}, 64, buf, two_cores);
         std::printf("| %s | %zu x %zu | %.1f | %.1f | %.0f%% | %.1f | %.1f | %.0f%%%s | %.1f | %.0f | %.0f%% |\n",
-                    format_name(f).c_str(), expert.cols, expert.rows, g1.kernel_gbs, g1.read_gbs,
-                    100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs, 100 * g2.kernel_gbs / g2.read_gbs,
-                    g2.contended ? " *" : "", p2.kernel_gbs, p2.read_gbs, 100 * p2.kernel_gbs / p2.read_gbs);
+                    format_name(f).c_str(), expert.cols, expert.rows, g1.kernel_gbs,
+                    g1.read_gbs, 100 * g1.kernel_gbs / g1.read_gbs, g2.kernel_gbs, g2.read_gbs,
+                    100 * g2.kernel_gbs / g2.read_gbs, g2.contended ? " *" : "", p2.kernel_gbs, p2.read_gbs,
+                    100 * p2.kernel_gbs / p2.read_gbs);
         std::fflush(stdout);
     }
 }
