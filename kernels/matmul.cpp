@@ -15,6 +15,20 @@ namespace {
 
 constexpr std::size_t tile_bytes = 32 * 1024; // weight bytes kept hot while every token passes over them
 
+// Rows [r0, r1) of w against one prepared activation row into y[r0..r1).
+void dot_range(const format_kernels& k, std::size_t cols, const std::uint8_t* w, std::size_t w_row_bytes,
+               std::size_t r0, std::size_t r1, const std::uint8_t* act, float* y) {
+    if (k.dot_rows != nullptr) {
+        if (r0 < r1) {
+            k.dot_rows(cols, w + r0 * w_row_bytes, w_row_bytes, r1 - r0, act, y + r0);
+        }
+        return;
+    }
+    for (std::size_t r = r0; r < r1; ++r) {
+        y[r] = k.dot(cols, w + r * w_row_bytes, act);
+    }
+}
+
 const format_kernels& kernels_for(quant_type type, isa_level isa) {
     const auto* k = find_format_kernels(std::min(isa, detect_isa()), type);
     assert(k != nullptr && "no kernels for this weight type");
@@ -128,9 +142,7 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
     if (n_tokens == 1) {
         // Decode: one sequential weight stream. (Interleaving two rows to share activation loads measured
         // 4x slower from DRAM on the reference machine: the hardware prefetcher lost the streams.)
-        for (std::size_t r = row_begin; r < row_end; ++r) {
-            y[r] = k.dot(cols, wb + r * w_row_bytes, ab);
-        }
+        dot_range(k, cols, wb, w_row_bytes, row_begin, row_end, ab, y);
         return;
     }
     // Tokens in groups of four share each weight block's unpacking where the format has a dot4 kernel.
@@ -154,9 +166,7 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
             }
         }
         for (std::size_t t = grouped; t < n_tokens; ++t) {
-            for (std::size_t r = r0; r < r1; ++r) {
-                y[t * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, ab + t * act_stride);
-            }
+            dot_range(k, cols, wb, w_row_bytes, r0, r1, ab + t * act_stride, y + t * y_stride);
         }
     }
 }
@@ -216,9 +226,7 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
             for (std::size_t i = g0 + grouped; i < g1; ++i) {
                 const std::size_t s = order[i];
                 const std::uint8_t* a = ab + static_cast<std::size_t>(sel_token[s]) * act_stride;
-                for (std::size_t r = r0; r < r1; ++r) {
-                    y[out_row(s) * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, a);
-                }
+                dot_range(k, cols, wb, w_row_bytes, r0, r1, a, y + out_row(s) * y_stride);
             }
         }
         g0 = g1;

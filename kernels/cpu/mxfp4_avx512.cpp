@@ -8,6 +8,8 @@
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx512.hpp"
 
+#include <vector>
+
 namespace sluice::kernels::avx512 {
 namespace {
 
@@ -36,24 +38,30 @@ inline std::uint64_t scalar_field(std::uint64_t v) {
     return v;
 }
 
-// Lane i: e8m0_to_f32_half(x[i].e) * half(y[i].d) for 16 blocks, the same floats as the scalar products.
-inline __m512 scale_products16(const block_mxfp4* x, const block_q8_0* y) {
-    std::uint64_t e[2] = {0, 0}, d[4] = {0, 0, 0, 0};
+// The scale exponents e - 128 of 16 blocks as floats, for vscalefps: dy * 2^(e - 128) is rounded once, as the
+// product with the exact power of two (a subnormal one for e < 2) is.
+inline __m512 scale_exponents16(const block_mxfp4* x) {
+    std::uint64_t e[2] = {0, 0};
     for (std::size_t i = 0; i < group_blocks; ++i) {
         e[i / 8] |= scalar_field(x[i].e) << (8 * (i % 8));
-        d[i / 4] |= scalar_field(y[i].d) << (16 * (i % 4));
     }
     const __m128i eb =
         _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<long long>(e[0])), static_cast<long long>(e[1]), 1);
+    return _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(eb)), _mm512_set1_ps(128.0f));
+}
+
+// Lane i: e8m0_to_f32_half(x[i].e) * half(y[i].d) for 16 blocks, the same floats as the scalar products.
+inline __m512 scale_products16(const block_mxfp4* x, const block_q8_0* y) {
+    std::uint64_t d[4] = {0, 0, 0, 0};
+    for (std::size_t i = 0; i < group_blocks; ++i) {
+        d[i / 4] |= scalar_field(y[i].d) << (16 * (i % 4));
+    }
     const __m128i d_lo =
         _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<long long>(d[0])), static_cast<long long>(d[1]), 1);
     const __m128i d_hi =
         _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<long long>(d[2])), static_cast<long long>(d[3]), 1);
     const __m512 dy = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d_lo), d_hi, 1));
-    // 2^(e - 128) as vscalefps's exponent: dy * 2^(e - 128) rounded once, as the product with the exact
-    // power of two (a subnormal one for e < 2) is.
-    const __m512 exponent = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(eb)), _mm512_set1_ps(128.0f));
-    return _mm512_scalef_ps(dy, exponent);
+    return _mm512_scalef_ps(dy, scale_exponents16(x));
 }
 
 // Pair p of a group: lanes 0..7 take product 2p, lanes 8..15 product 2p + 1.
@@ -109,7 +117,68 @@ void dot_rows(std::size_t n, const block_mxfp4* x, const block_q8_0* const* y, f
     }
 }
 
+// The activation side of a decode call, shared by all its rows: per pair of blocks (a lone last block twice), the
+// 64 activation bytes side by side and minus the bias term of dot_biased; per block the scale as a float.
+struct decode_activations {
+    struct pair {
+        __m512i a, minus_bias;
+    };
+    std::vector<pair> pairs;
+    std::vector<float> dy;
+
+    void prepare(const block_q8_0* y, std::size_t nb) {
+        pairs.resize((nb + 1) / 2);
+        dy.resize(nb);
+        for (std::size_t b = 0; b < nb; b += 2) {
+            const std::size_t c = b + 1 < nb ? b + 1 : b;
+            const __m512i a = load_2x32(y[b].qs, y[c].qs);
+            const __m512i bias =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), a);
+            pairs[b / 2] = {a, _mm512_sub_epi32(_mm512_setzero_si512(), bias)};
+        }
+        for (std::size_t b = 0; b < nb; ++b) {
+            dy[b] = half(y[b].d);
+        }
+    }
+};
+
+// One row against prepared activations: the float steps of dot_rows<1>, with the activation work taken from `ya`.
+inline float row_prepared(std::size_t nb, const block_mxfp4* x, const decode_activations& ya, __m512i table) {
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    std::size_t b = 0;
+    for (; b + group_blocks <= nb; b += group_blocks) {
+        const __m512 d = _mm512_scalef_ps(_mm512_loadu_ps(ya.dy.data() + b), scale_exponents16(x + b));
+        for (int p = 0; p < static_cast<int>(group_blocks / 2); ++p) {
+            const std::size_t i = b + 2 * static_cast<std::size_t>(p);
+            const auto& pa = ya.pairs[i / 2];
+            const __m512i sums = _mm512_dpbusd_epi32(pa.minus_bias, pair_values(x[i], x[i + 1], table), pa.a);
+            acc[p % 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_pick(p), d), _mm512_cvtepi32_ps(sums), acc[p % 2]);
+        }
+    }
+    for (; b < nb; b += 2) {
+        const std::size_t c = b + 1 < nb ? b + 1 : b;
+        const auto& pa = ya.pairs[b / 2];
+        const __m512i sums = _mm512_dpbusd_epi32(pa.minus_bias, pair_values(x[b], x[c], table), pa.a);
+        const __m512 d =
+            join_ps(e8m0_to_f32_half(x[b].e) * ya.dy[b], c != b ? e8m0_to_f32_half(x[c].e) * ya.dy[c] : 0.0f);
+        acc[(b / 2) % 2] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sums), acc[(b / 2) % 2]);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+}
+
 } // namespace
+
+void dot_rows_mxfp4(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                    float* out) {
+    const std::size_t nb = n / qk32;
+    thread_local decode_activations ya;
+    ya.prepare(static_cast<const block_q8_0*>(act), nb);
+    const __m512i table = biased_levels();
+    const auto* wb = static_cast<const std::uint8_t*>(w);
+    for (std::size_t r = 0; r < n_rows; ++r) {
+        out[r] = row_prepared(nb, reinterpret_cast<const block_mxfp4*>(wb + r * w_stride), ya, table);
+    }
+}
 
 float dot_mxfp4(std::size_t n, const void* w, const void* act) {
     const block_q8_0* y[1] = {static_cast<const block_q8_0*>(act)};
