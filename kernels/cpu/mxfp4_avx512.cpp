@@ -117,8 +117,8 @@ void dot_rows(std::size_t n, const block_mxfp4* x, const block_q8_0* const* y, f
     }
 }
 
-// The activation side of a decode call, shared by all its rows: per pair of blocks (a lone last block twice), the
-// 64 activation bytes side by side and minus the bias term of dot_biased; per block the scale as a float.
+// The activation side of one token in a several-row call, shared by all its rows: per pair of blocks (a lone last block
+// twice), the 64 activation bytes side by side and minus the bias term of dot_biased; per block the scale as a float.
 struct decode_activations {
     struct pair {
         __m512i a, minus_bias;
@@ -142,28 +142,47 @@ struct decode_activations {
     }
 };
 
-// One row against prepared activations: the float steps of dot_rows<1>, with the activation work taken from `ya`.
-inline float row_prepared(std::size_t nb, const block_mxfp4* x, const decode_activations& ya, __m512i table) {
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+// One row against T tokens' prepared activations into out[t * out_stride]: the float steps of dot_rows<T>, with the
+// activation work taken from `ya` (one per token).
+template <int T>
+inline void row_prepared(std::size_t nb, const block_mxfp4* x, const decode_activations* ya, __m512i table, float* out,
+                         std::size_t out_stride) {
+    __m512 acc[T][2];
+    for (auto& a : acc) {
+        a[0] = a[1] = _mm512_setzero_ps();
+    }
     std::size_t b = 0;
     for (; b + group_blocks <= nb; b += group_blocks) {
-        const __m512 d = _mm512_scalef_ps(_mm512_loadu_ps(ya.dy.data() + b), scale_exponents16(x + b));
+        const __m512 exponents = scale_exponents16(x + b);
+        __m512 d[T];
+        for (int t = 0; t < T; ++t) {
+            d[t] = _mm512_scalef_ps(_mm512_loadu_ps(ya[t].dy.data() + b), exponents);
+        }
         for (int p = 0; p < static_cast<int>(group_blocks / 2); ++p) {
             const std::size_t i = b + 2 * static_cast<std::size_t>(p);
-            const auto& pa = ya.pairs[i / 2];
-            const __m512i sums = _mm512_dpbusd_epi32(pa.minus_bias, pair_values(x[i], x[i + 1], table), pa.a);
-            acc[p % 2] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_pick(p), d), _mm512_cvtepi32_ps(sums), acc[p % 2]);
+            const __m512i q = pair_values(x[i], x[i + 1], table);
+            for (int t = 0; t < T; ++t) {
+                const auto& pa = ya[t].pairs[i / 2];
+                const __m512i sums = _mm512_dpbusd_epi32(pa.minus_bias, q, pa.a);
+                acc[t][p % 2] =
+                    _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_pick(p), d[t]), _mm512_cvtepi32_ps(sums), acc[t][p % 2]);
+            }
         }
     }
     for (; b < nb; b += 2) {
         const std::size_t c = b + 1 < nb ? b + 1 : b;
-        const auto& pa = ya.pairs[b / 2];
-        const __m512i sums = _mm512_dpbusd_epi32(pa.minus_bias, pair_values(x[b], x[c], table), pa.a);
-        const __m512 d =
-            join_ps(e8m0_to_f32_half(x[b].e) * ya.dy[b], c != b ? e8m0_to_f32_half(x[c].e) * ya.dy[c] : 0.0f);
-        acc[(b / 2) % 2] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sums), acc[(b / 2) % 2]);
+        const __m512i q = pair_values(x[b], x[c], table);
+        const float dx0 = e8m0_to_f32_half(x[b].e), dx1 = e8m0_to_f32_half(x[c].e);
+        for (int t = 0; t < T; ++t) {
+            const auto& pa = ya[t].pairs[b / 2];
+            const __m512i sums = _mm512_dpbusd_epi32(pa.minus_bias, q, pa.a);
+            const __m512 d = join_ps(dx0 * ya[t].dy[b], c != b ? dx1 * ya[t].dy[c] : 0.0f);
+            acc[t][(b / 2) % 2] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sums), acc[t][(b / 2) % 2]);
+        }
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+    for (int t = 0; t < T; ++t) {
+        out[t * out_stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+    }
 }
 
 } // namespace
@@ -176,7 +195,21 @@ void dot_rows_mxfp4(std::size_t n, const void* w, std::size_t w_stride, std::siz
     const __m512i table = biased_levels();
     const auto* wb = static_cast<const std::uint8_t*>(w);
     for (std::size_t r = 0; r < n_rows; ++r) {
-        out[r] = row_prepared(nb, reinterpret_cast<const block_mxfp4*>(wb + r * w_stride), ya, table);
+        row_prepared<1>(nb, reinterpret_cast<const block_mxfp4*>(wb + r * w_stride), &ya, table, out + r, 0);
+    }
+}
+
+void dot4_rows_mxfp4(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                     std::size_t act_stride, float* out, std::size_t out_stride) {
+    const std::size_t nb = n / qk32;
+    thread_local decode_activations ya[4];
+    for (int t = 0; t < 4; ++t) {
+        ya[t].prepare(reinterpret_cast<const block_q8_0*>(static_cast<const std::uint8_t*>(act) + t * act_stride), nb);
+    }
+    const __m512i table = biased_levels();
+    const auto* wb = static_cast<const std::uint8_t*>(w);
+    for (std::size_t r = 0; r < n_rows; ++r) {
+        row_prepared<4>(nb, reinterpret_cast<const block_mxfp4*>(wb + r * w_stride), ya, table, out + r, out_stride);
     }
 }
 
