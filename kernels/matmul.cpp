@@ -191,6 +191,7 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
     // per thread and only grows, so steady-state calls do not allocate.
     thread_local std::vector<std::size_t> order;
     thread_local std::vector<std::uint8_t> gathered;
+    thread_local std::vector<float> tile_out;
     order.resize(n_sel);
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
@@ -215,6 +216,17 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
         for (std::size_t r0 = row_begin; r0 < row_end; r0 += tile) {
             const std::size_t r1 = std::min(row_end, r0 + tile);
             for (std::size_t i = 0; i < grouped; i += 4) {
+                if (k.dot4_rows != nullptr) {
+                    // The several-row form into scratch (its outputs are token-major), then to the tokens' rows.
+                    const std::size_t n = r1 - r0;
+                    tile_out.resize(4 * n);
+                    k.dot4_rows(cols, wb + r0 * w_row_bytes, w_row_bytes, n, gathered.data() + i * act_stride,
+                                act_stride, tile_out.data(), n);
+                    for (std::size_t j = 0; j < 4; ++j) {
+                        std::copy_n(tile_out.data() + j * n, n, y + out_row(order[g0 + i + j]) * y_stride + r0);
+                    }
+                    continue;
+                }
                 for (std::size_t r = r0; r < r1; ++r) {
                     float out[4];
                     k.dot4(cols, wb + r * w_row_bytes, gathered.data() + i * act_stride, act_stride, out);
