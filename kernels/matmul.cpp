@@ -203,6 +203,14 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
             ++g1;
         }
         const auto* wb = static_cast<const std::uint8_t*>(expert_weights[sel_expert[order[g0]]]);
+        if (g1 - g0 == 1) {
+            // One token (decode): no tile to share, so the whole row range in one call.
+            const std::size_t s = order[g0];
+            dot_range(k, cols, wb, w_row_bytes, row_begin, row_end,
+                      ab + static_cast<std::size_t>(sel_token[s]) * act_stride, y + out_row(s) * y_stride);
+            g0 = g1;
+            continue;
+        }
         // Tokens of this expert in groups of four share each weight block's unpacking (dot4 wants their
         // activation rows side by side, so they are gathered first).
         const std::size_t grouped = k.dot4 != nullptr ? (g1 - g0) / 4 * 4 : 0;
