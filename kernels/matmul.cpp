@@ -15,6 +15,20 @@ namespace {
 
 constexpr std::size_t tile_bytes = 32 * 1024; // weight bytes kept hot while every token passes over them
 
+// Rows [r0, r1) of w against one prepared activation row into y[r0..r1).
+void dot_range(const format_kernels& k, std::size_t cols, const std::uint8_t* w, std::size_t w_row_bytes,
+               std::size_t r0, std::size_t r1, const std::uint8_t* act, float* y) {
+    if (k.dot_rows != nullptr) {
+        if (r0 < r1) {
+            k.dot_rows(cols, w + r0 * w_row_bytes, w_row_bytes, r1 - r0, act, y + r0);
+        }
+        return;
+    }
+    for (std::size_t r = r0; r < r1; ++r) {
+        y[r] = k.dot(cols, w + r * w_row_bytes, act);
+    }
+}
+
 const format_kernels& kernels_for(quant_type type, isa_level isa) {
     const auto* k = find_format_kernels(std::min(isa, detect_isa()), type);
     assert(k != nullptr && "no kernels for this weight type");
@@ -128,9 +142,7 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
     if (n_tokens == 1) {
         // Decode: one sequential weight stream. (Interleaving two rows to share activation loads measured
         // 4x slower from DRAM on the reference machine: the hardware prefetcher lost the streams.)
-        for (std::size_t r = row_begin; r < row_end; ++r) {
-            y[r] = k.dot(cols, wb + r * w_row_bytes, ab);
-        }
+        dot_range(k, cols, wb, w_row_bytes, row_begin, row_end, ab, y);
         return;
     }
     // Tokens in groups of four share each weight block's unpacking where the format has a dot4 kernel.
@@ -154,9 +166,7 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
             }
         }
         for (std::size_t t = grouped; t < n_tokens; ++t) {
-            for (std::size_t r = r0; r < r1; ++r) {
-                y[t * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, ab + t * act_stride);
-            }
+            dot_range(k, cols, wb, w_row_bytes, r0, r1, ab + t * act_stride, y + t * y_stride);
         }
     }
 }
@@ -181,6 +191,7 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
     // per thread and only grows, so steady-state calls do not allocate.
     thread_local std::vector<std::size_t> order;
     thread_local std::vector<std::uint8_t> gathered;
+    thread_local std::vector<float> tile_out;
     order.resize(n_sel);
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
@@ -192,6 +203,14 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
             ++g1;
         }
         const auto* wb = static_cast<const std::uint8_t*>(expert_weights[sel_expert[order[g0]]]);
+        if (g1 - g0 == 1) {
+            // One token (decode): no tile to share, so the whole row range in one call.
+            const std::size_t s = order[g0];
+            dot_range(k, cols, wb, w_row_bytes, row_begin, row_end,
+                      ab + static_cast<std::size_t>(sel_token[s]) * act_stride, y + out_row(s) * y_stride);
+            g0 = g1;
+            continue;
+        }
         // Tokens of this expert in groups of four share each weight block's unpacking (dot4 wants their
         // activation rows side by side, so they are gathered first).
         const std::size_t grouped = k.dot4 != nullptr ? (g1 - g0) / 4 * 4 : 0;
@@ -205,6 +224,17 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
         for (std::size_t r0 = row_begin; r0 < row_end; r0 += tile) {
             const std::size_t r1 = std::min(row_end, r0 + tile);
             for (std::size_t i = 0; i < grouped; i += 4) {
+                if (k.dot4_rows != nullptr) {
+                    // The several-row form into scratch (its outputs are token-major), then to the tokens' rows.
+                    const std::size_t n = r1 - r0;
+                    tile_out.resize(4 * n);
+                    k.dot4_rows(cols, wb + r0 * w_row_bytes, w_row_bytes, n, gathered.data() + i * act_stride,
+                                act_stride, tile_out.data(), n);
+                    for (std::size_t j = 0; j < 4; ++j) {
+                        std::copy_n(tile_out.data() + j * n, n, y + out_row(order[g0 + i + j]) * y_stride + r0);
+                    }
+                    continue;
+                }
                 for (std::size_t r = r0; r < r1; ++r) {
                     float out[4];
                     k.dot4(cols, wb + r * w_row_bytes, gathered.data() + i * act_stride, act_stride, out);
@@ -216,9 +246,7 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
             for (std::size_t i = g0 + grouped; i < g1; ++i) {
                 const std::size_t s = order[i];
                 const std::uint8_t* a = ab + static_cast<std::size_t>(sel_token[s]) * act_stride;
-                for (std::size_t r = r0; r < r1; ++r) {
-                    y[out_row(s) * y_stride + r] = k.dot(cols, wb + r * w_row_bytes, a);
-                }
+                dot_range(k, cols, wb, w_row_bytes, r0, r1, a, y + out_row(s) * y_stride);
             }
         }
         g0 = g1;

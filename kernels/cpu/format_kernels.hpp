@@ -22,6 +22,11 @@ using dot4_fn = void (*)(std::size_t n, const void* w, const void* act, std::siz
 /// dot4 row by row; a format provides it where a tile of several rows shares the activation loads (F16 at AVX-512).
 using dot4_rows_fn = void (*)(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
                               std::size_t act_stride, float* out, std::size_t out_stride);
+/// dot for `n_rows` weight rows (row r at w + r*w_stride) against one prepared activation row into out[r],
+/// bit-identical to calling dot row by row; a format provides it where work on the activations can be done once per
+/// call instead of once per row (decode).
+using dot_rows_fn = void (*)(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                             float* out);
 /// Quantizes `n` floats (a multiple of the activation block) into prepared activation blocks.
 using prepare_fn = void (*)(const float* src, void* dst, std::size_t n);
 
@@ -31,6 +36,7 @@ struct format_kernels {
     dot_fn dot;
     dot4_fn dot4 = nullptr;           ///< optional multi-token kernel for prefill
     dot4_rows_fn dot4_rows = nullptr; ///< optional several-row form of dot4 (needs dot4)
+    dot_rows_fn dot_rows = nullptr;   ///< optional several-row form of dot (one token)
 };
 
 /// Per-ISA tables; a null result means the format has no kernels at that level.

@@ -5,8 +5,26 @@
 #include "kernels/cpu/simd_kernels.hpp"
 #include "kernels/cpu/simd_util_avx2.hpp"
 
+#include <cstring>
+
 namespace sluice::kernels::avx2 {
 namespace {
+
+// The 16 signed scales (bytes, group order) of a Q3_K scale field, as unpack_q3_k_scales gives them, in one
+// register: low nibbles of bytes 0-7 (groups 0-7) and their high nibbles (groups 8-15), the top two bits from
+// bytes 8-11 at shift 2 * (group / 4); stored +32. Reads only the 12 bytes of the field.
+inline __m128i unpack_scales(const std::uint8_t* q) {
+    std::uint64_t head;
+    std::uint32_t tail;
+    std::memcpy(&head, q, sizeof head);
+    std::memcpy(&tail, q + 8, sizeof tail);
+    const __m128i v = _mm_insert_epi32(_mm_cvtsi64_si128(static_cast<long long>(head)), static_cast<int>(tail), 2);
+    const __m128i lo_src = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
+    const __m128i lo = _mm_and_si128(_mm_blend_epi16(lo_src, _mm_srli_epi16(lo_src, 4), 0xf0), _mm_set1_epi8(0x0f));
+    const __m128i hi_src = _mm_shuffle_epi8(v, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(hi_src, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
 
 // The weight side of one super-block, unpacked once and shared by every token.
 struct q3_weights {
@@ -17,9 +35,7 @@ struct q3_weights {
 };
 
 inline void unpack(const block_q3_k& x, q3_weights& w) {
-    alignas(16) std::int8_t sc[16];
-    unpack_q3_k_scales(x.scales, sc);
-    w.scales = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+    w.scales = _mm256_cvtepi8_epi16(unpack_scales(x.scales));
     const __m256i halves[2] = {_mm256_permute2x128_si256(w.scales, w.scales, 0x00),
                                _mm256_permute2x128_si256(w.scales, w.scales, 0x11)};
     const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.hmask));

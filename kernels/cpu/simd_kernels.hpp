@@ -91,6 +91,10 @@ float dot_iq4_nl(std::size_t n, const void* w, const void* act);
 float dot_iq4_xs(std::size_t n, const void* w, const void* act);
 float dot_mxfp4(std::size_t n, const void* w, const void* act);
 void dot4_mxfp4(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
+void dot_rows_mxfp4(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                    float* out);
+void dot4_rows_mxfp4(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
+                     std::size_t act_stride, float* out, std::size_t out_stride);
 float dot_q2_k(std::size_t n, const void* w, const void* act);
 float dot_q3_k(std::size_t n, const void* w, const void* act);
 void dot4_q2_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);

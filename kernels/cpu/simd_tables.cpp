@@ -76,7 +76,7 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels iq4_nl{act_format::q8_0, avx2::dequantize_iq4_nl, avx512::dot_iq4_nl};
     static constexpr format_kernels iq4_xs{act_format::q8_k, avx2::dequantize_iq4_xs, avx512::dot_iq4_xs};
     static constexpr format_kernels mxfp4{act_format::q8_0, avx2::dequantize_mxfp4, avx512::dot_mxfp4,
-                                         avx512::dot4_mxfp4};
+                                         avx512::dot4_mxfp4, avx512::dot4_rows_mxfp4, avx512::dot_rows_mxfp4};
     static constexpr format_kernels q2_k{act_format::q8_k, avx2::dequantize_q2_k, avx512::dot_q2_k, avx512::dot4_q2_k};
     static constexpr format_kernels q3_k{act_format::q8_k, avx2::dequantize_q3_k, avx512::dot_q3_k, avx512::dot4_q3_k};
     static constexpr format_kernels iq2_xxs{act_format::q8_k, scalar::dequantize_iq2_xxs, avx512::dot_iq2_xxs,

@@ -105,7 +105,8 @@ TEST(matmul, convenience_matmul_equals_prepared_path) {
 TEST(matmul, expert_rows_equal_dense_products_of_selected_experts) {
     std::mt19937 rng(12);
     for (isa_level isa : supported_isas()) {
-        for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16})
+        for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16,
+                                quant_type::mxfp4, quant_type::q2_k, quant_type::q3_k})
             for (const auto& [n_experts, tokens] : {std::pair<std::size_t, std::size_t>{6, 5}, {3, 16}}) {
                 // {3, 16}: many tokens per expert, so the grouped (four-token) path runs too.
                 const std::size_t rows = 21, k = 3;

@@ -1,6 +1,7 @@
 // MXFP4 against the OCP microscaling definition: E2M1 values times a power-of-two E8M0 scale, at every ISA level,
 // including the scale bytes at the ends of the range.
 #include "kernels/cpu/blocks.hpp"
+#include "kernels/matmul.hpp"
 #include "kernels/quant.hpp"
 #include "tests/kernels/test_data.hpp"
 
@@ -59,6 +60,50 @@ TEST(mxfp4, extreme_scale_bytes_decode_as_ggml_does_without_nan) {
                                    ((j & 8) ? -1.0f : 1.0f);
                 ASSERT_EQ(out[j], want) << isa_name(isa) << " e " << e << " j " << j;
                 ASSERT_FALSE(std::isnan(out[j]));
+            }
+        }
+    }
+}
+
+TEST(mxfp4, dot_at_extreme_scale_bytes_matches_scalar_at_every_level) {
+    // Rows of 16 blocks (the AVX-512 decode kernel forms their scales together, with vscalefps) and of 19 (the last
+    // three take the per-pair scalar products); every block of a row has the same scale byte, down to the subnormal
+    // E8M0 0 and 1, and the 1-token and 4-token products must agree with the scalar reference.
+    std::mt19937 rng(11);
+    for (std::size_t blocks : {16, 19}) {
+        const std::size_t cols = 32 * blocks;
+        const auto x = test::random_floats(rng, 4 * cols);
+        for (int e : {0, 1, 2, 100, 127, 128, 200, 230}) {
+            std::vector<block_mxfp4> w(blocks);
+            for (std::size_t b = 0; b < blocks; ++b) {
+                w[b] = every_code_block(static_cast<std::uint8_t>(e));
+                w[b].qs[b % 16] = static_cast<std::uint8_t>(rng());
+            }
+            const auto wf =
+                test::reference_dequantize(quant_type::mxfp4, reinterpret_cast<const std::uint8_t*>(w.data()), 1, cols);
+            std::vector<float> ref(4);
+            std::vector<std::uint8_t> act(prepared_row_bytes(quant_type::mxfp4, cols) * 4);
+            for (isa_level isa : supported_isas()) {
+                prepare_activations(quant_type::mxfp4, x.data(), cols, 4, cols, act.data(), isa);
+                std::vector<float> one(4), four(4);
+                for (std::size_t t = 0; t < 4; ++t) {
+                    matmul_prepared(quant_type::mxfp4, w.data(), sizeof(block_mxfp4) * blocks, 0, 1, cols,
+                                    act.data() + t * act.size() / 4, 1, one.data() + t, 1, isa);
+                }
+                matmul_prepared(quant_type::mxfp4, w.data(), sizeof(block_mxfp4) * blocks, 0, 1, cols, act.data(), 4,
+                                four.data(), 1, isa);
+                if (isa == isa_level::scalar) {
+                    ref = one;
+                }
+                for (std::size_t t = 0; t < 4; ++t) {
+                    double mag = 0;
+                    for (std::size_t i = 0; i < cols; ++i) {
+                        mag += std::fabs(static_cast<double>(wf[i]) * x[t * cols + i]);
+                    }
+                    ASSERT_TRUE(std::isfinite(one[t])) << isa_name(isa) << " e " << e;
+                    ASSERT_NEAR(one[t], ref[t], 1e-5 * mag) << isa_name(isa) << " e " << e << " token " << t;
+                    ASSERT_EQ(four[t], one[t]) << isa_name(isa) << " e " << e << " token " << t;
+                }
             }
         }
     }
