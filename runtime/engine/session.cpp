@@ -436,6 +436,9 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const auto t0 = clock_type::now();
     auto context = seq_->history_;
     context.push_back(generated_.back());
+    if (spec_mode_ != speculative_mode::lookup) {
+        seq_->runner_.step_away(cache); // drafting runs passes of its own first
+    }
     if (spec_mode_ == speculative_mode::lookup) {
         speculation::lookup_draft(context, k, drafts_);
     } else if (spec_mode_ == speculative_mode::mtp) {
