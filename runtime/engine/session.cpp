@@ -485,11 +485,14 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const double verify_ms = ms_since(t1);
     const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
                           verified_.back().chosen.token != drafts_[*accepted];
-    // The draft's catch-up on tokens it had not seen is paid once per prompt (or per stretch without drafting),
-    // whatever the length: the controller weighs the per-token cost alone.
-    const double catch_up_ms = spec_mode_ == speculative_mode::draft ? seq_->draft_->catch_up_ms()
-                               : spec_mode_ == speculative_mode::mtp ? seq_->mtp_->catch_up_ms()
-                                                                     : 0.0;
+    // The draft's catch-up on a new prompt (or a stretch without drafting) is paid once, whatever the length: the
+    // controller leaves it out. Its catch-up on the last step's final tokens (1 or 2) is paid every step: counted.
+    double catch_up_ms = 0.0;
+    if (spec_mode_ == speculative_mode::draft && seq_->draft_->catch_up_tokens() > 2) {
+        catch_up_ms = seq_->draft_->catch_up_ms();
+    } else if (spec_mode_ == speculative_mode::mtp) {
+        catch_up_ms = seq_->mtp_->catch_up_ms();
+    }
     controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
                              std::max(0.0, draft_ms - catch_up_ms));
     auto& counters = owner().speculation();
