@@ -380,9 +380,21 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
         co_return r;
     }
     seq_->save_checkpoint(); // the prompt's end: the next turn of a conversation starts here or later
-    summary_.prompt_ms = ms_since(t0);
     pending_ = true;
-    co_return start_speculation();
+    if (auto s = start_speculation(); !s) {
+        co_return s;
+    }
+    if (spec_mode_ == speculative_mode::draft) {
+        // The draft model reads the prompt now, as part of the prompt's time (as llama.cpp's examples count it), so
+        // that decode steps pay only for drafting. A failure leaves it to the first drafting step.
+        if (!seq_->draft_) {
+            seq_->draft_ = std::make_unique<speculation::draft_runner>(owner().draft(), cache.capacity());
+        }
+        seq_->runner_.step_away(cache);
+        (void)co_await seq_->draft_->catch_up(history);
+    }
+    summary_.prompt_ms = ms_since(t0);
+    co_return result<void>{};
 }
 
 result<void> token_stream::state::start_speculation() {

@@ -50,6 +50,34 @@ draft_runner::draft_runner(std::shared_ptr<model> draft, std::uint32_t n_ctx)
       runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
               model_->options().n_batch) {}
 
+boost::asio::awaitable<result<void>> draft_runner::catch_up(std::span<const std::int32_t> context) {
+    if (context.empty() || context.size() >= cache_.capacity()) {
+        co_return result<void>{};
+    }
+    std::size_t keep = 0;
+    while (keep < history_.size() && keep < context.size() && history_[keep] == context[keep]) {
+        ++keep;
+    }
+    if (keep == context.size() && keep == history_.size()) {
+        co_return result<void>{};
+    }
+    if (!cache_.can_truncate(static_cast<std::uint32_t>(keep))) {
+        keep = 0;
+    }
+    cache_.truncate(static_cast<std::uint32_t>(keep));
+    history_.resize(keep);
+    if (keep < context.size()) {
+        auto r = co_await runner_.forward(cache_, context.subspan(keep), models::logits_mode::last, logits_);
+        if (!r) {
+            cache_.truncate(0);
+            history_.clear();
+            co_return r;
+        }
+        history_.insert(history_.end(), context.begin() + static_cast<std::ptrdiff_t>(keep), context.end());
+    }
+    co_return result<void>{};
+}
+
 boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                            std::vector<std::int32_t>& out) {
     out.clear();

@@ -49,6 +49,10 @@ public:
     boost::asio::awaitable<result<void>> propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                  std::vector<std::int32_t>& out);
 
+    /// Brings the draft's sequence to `context` (keeping the common prefix), so that the next propose() after
+    /// `context` and one more token runs only that token: a session calls it after the prompt. Errors as propose().
+    boost::asio::awaitable<result<void>> catch_up(std::span<const std::int32_t> context);
+
     /// Of the last propose(), the milliseconds spent catching up on the context (the tokens the draft had not
     /// seen: a new prompt, or what was decoded while drafting was off), apart from drafting itself.
     [[nodiscard]] double catch_up_ms() const noexcept { return catch_up_ms_; }
