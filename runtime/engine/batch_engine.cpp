@@ -80,6 +80,7 @@ void batch_engine::publish(const shared_sequence* s) {
 void batch_engine::withdraw(const shared_sequence* s) {
     const std::lock_guard lock(mu_);
     std::erase(published_, s);
+    std::erase(away_, s->cache);
 }
 
 std::pair<const shared_sequence*, std::size_t> batch_engine::longest_prefix(std::span<const std::int32_t> prompt,
@@ -127,6 +128,7 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
     req.prompt = prompt;
     {
         const std::lock_guard lock(mu_);
+        std::erase(away_, &cache);
         queue_.push_back(&req);
         if (!running_) {
             running_ = true;
@@ -162,6 +164,13 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
     }
     const std::lock_guard lock(mu_);
     co_return std::move(req.outcome);
+}
+
+void batch_engine::step_away(const models::kv_cache& cache) {
+    const std::lock_guard lock(mu_);
+    if (std::find(away_.begin(), away_.end(), &cache) == away_.end()) {
+        away_.push_back(&cache);
+    }
 }
 
 void batch_engine::cancel_step_if_abandoned() {
@@ -264,7 +273,8 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
             }
             const std::lock_guard lock(mu_);
             const bool all_back = std::all_of(expected.begin(), expected.end(), [&](const models::kv_cache* c) {
-                return std::any_of(queue_.begin(), queue_.end(), [&](const request* r) { return r->cache == c; });
+                return std::find(away_.begin(), away_.end(), c) != away_.end() ||
+                       std::any_of(queue_.begin(), queue_.end(), [&](const request* r) { return r->cache == c; });
             });
             if (all_back) {
                 break;

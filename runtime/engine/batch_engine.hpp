@@ -93,6 +93,11 @@ public:
 
     [[nodiscard]] batch_engine_counters counters() const;
 
+    /// The sequence of `cache` will not queue its next pass soon (it drafts tokens first, on the compute pool): the
+    /// step loop does not wait for it before the next step (that wait polls the io_context, which would take a core
+    /// from the drafting). Cleared by the sequence's next forward(). Thread-safe.
+    void step_away(const models::kv_cache& cache);
+
     /// Sessions publish their sequence while they live, so that a new prompt on another session can copy the
     /// longest prefix any of them holds. Use from the sessions' io_context only (the copy reads rows no step writes).
     void publish(const shared_sequence* s);
@@ -144,6 +149,7 @@ private:
     std::deque<request*> queue_;
     std::vector<const shared_sequence*> published_;
     std::vector<request*> in_step_; ///< the requests of the step in progress
+    std::vector<const models::kv_cache*> away_; ///< sequences that will not be back soon (step_away)
     std::uint64_t step_id_ = 0;     ///< counts steps started
     bool running_ = false;
     boost::asio::any_io_executor executor_;        ///< where the steps run (while running_)

@@ -380,9 +380,21 @@ boost::asio::awaitable<result<void>> token_stream::state::start() {
         co_return r;
     }
     seq_->save_checkpoint(); // the prompt's end: the next turn of a conversation starts here or later
-    summary_.prompt_ms = ms_since(t0);
     pending_ = true;
-    co_return start_speculation();
+    if (auto s = start_speculation(); !s) {
+        co_return s;
+    }
+    if (spec_mode_ == speculative_mode::draft) {
+        // The draft model reads the prompt now, as part of the prompt's time (as llama.cpp's examples count it), so
+        // that decode steps pay only for drafting. A failure leaves it to the first drafting step.
+        if (!seq_->draft_) {
+            seq_->draft_ = std::make_unique<speculation::draft_runner>(owner().draft(), cache.capacity());
+        }
+        seq_->runner_.step_away(cache);
+        (void)co_await seq_->draft_->catch_up(history);
+    }
+    summary_.prompt_ms = ms_since(t0);
+    co_return result<void>{};
 }
 
 result<void> token_stream::state::start_speculation() {
@@ -436,6 +448,9 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const auto t0 = clock_type::now();
     auto context = seq_->history_;
     context.push_back(generated_.back());
+    if (spec_mode_ != speculative_mode::lookup) {
+        seq_->runner_.step_away(cache); // drafting runs passes of its own first
+    }
     if (spec_mode_ == speculative_mode::lookup) {
         speculation::lookup_draft(context, k, drafts_);
     } else if (spec_mode_ == speculative_mode::mtp) {
@@ -482,11 +497,14 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const double verify_ms = ms_since(t1);
     const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
                           verified_.back().chosen.token != drafts_[*accepted];
-    // The draft's catch-up on tokens it had not seen is paid once per prompt (or per stretch without drafting),
-    // whatever the length: the controller weighs the per-token cost alone.
-    const double catch_up_ms = spec_mode_ == speculative_mode::draft ? seq_->draft_->catch_up_ms()
-                               : spec_mode_ == speculative_mode::mtp ? seq_->mtp_->catch_up_ms()
-                                                                     : 0.0;
+    // The draft's catch-up on a new prompt (or a stretch without drafting) is paid once, whatever the length: the
+    // controller leaves it out. Its catch-up on the last step's final tokens (1 or 2) is paid every step: counted.
+    double catch_up_ms = 0.0;
+    if (spec_mode_ == speculative_mode::draft && seq_->draft_->catch_up_tokens() > 2) {
+        catch_up_ms = seq_->draft_->catch_up_ms();
+    } else if (spec_mode_ == speculative_mode::mtp) {
+        catch_up_ms = seq_->mtp_->catch_up_ms();
+    }
     controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
                              std::max(0.0, draft_ms - catch_up_ms));
     auto& counters = owner().speculation();

@@ -50,10 +50,39 @@ draft_runner::draft_runner(std::shared_ptr<model> draft, std::uint32_t n_ctx)
       runner_(model_->arch(), model_->hparams(), model_->weights(), model_->pool(), model_->experts(),
               model_->options().n_batch) {}
 
+boost::asio::awaitable<result<void>> draft_runner::catch_up(std::span<const std::int32_t> context) {
+    if (context.empty() || context.size() >= cache_.capacity()) {
+        co_return result<void>{};
+    }
+    std::size_t keep = 0;
+    while (keep < history_.size() && keep < context.size() && history_[keep] == context[keep]) {
+        ++keep;
+    }
+    if (keep == context.size() && keep == history_.size()) {
+        co_return result<void>{};
+    }
+    if (!cache_.can_truncate(static_cast<std::uint32_t>(keep))) {
+        keep = 0;
+    }
+    cache_.truncate(static_cast<std::uint32_t>(keep));
+    history_.resize(keep);
+    if (keep < context.size()) {
+        auto r = co_await runner_.forward(cache_, context.subspan(keep), models::logits_mode::last, logits_);
+        if (!r) {
+            cache_.truncate(0);
+            history_.clear();
+            co_return r;
+        }
+        history_.insert(history_.end(), context.begin() + static_cast<std::ptrdiff_t>(keep), context.end());
+    }
+    co_return result<void>{};
+}
+
 boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                            std::vector<std::int32_t>& out) {
     out.clear();
     catch_up_ms_ = 0.0;
+    catch_up_tokens_ = 0;
     if (context.empty() || k == 0) {
         co_return result<void>{};
     }
@@ -72,6 +101,7 @@ boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::
         co_return result<void>{}; // no room to draft: the target decodes plainly
     }
     const auto t0 = std::chrono::steady_clock::now();
+    catch_up_tokens_ = context.size() - keep;
     auto r = co_await runner_.forward(cache_, context.subspan(keep), models::logits_mode::last, logits_);
     catch_up_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!r) {
@@ -102,27 +132,53 @@ boost::asio::awaitable<result<void>> draft_runner::propose(std::span<const std::
 
 namespace {
 
-constexpr double ema_weight = 0.2;         ///< weight of a new measurement in the costs' moving averages
 constexpr double decay = 0.95;             ///< acceptance counts fade, so the rate follows the text
-constexpr std::uint32_t refresh = 32;      ///< a plain step at least this often while drafting (fresh plain_ms_)
+constexpr std::uint32_t refresh = 16;      ///< a plain step at least this often while drafting (fresh plain costs)
 constexpr std::uint32_t first_probe = 32;  ///< while off, a drafting step after this many plain ones, doubling
 constexpr std::uint32_t last_probe = 1024; ///< each time the probe finds drafting still does not pay, up to this
 
-void blend(double& avg, double value) {
-    avg = avg == 0.0 ? value : avg + ema_weight * (value - avg);
+/// The lower median (of an even count, the smaller middle value): slow outliers are the common kind.
+double median_of(double* values, std::size_t n) noexcept {
+    if (n == 0) {
+        return 0.0;
+    }
+    std::nth_element(values, values + (n - 1) / 2, values + n);
+    return values[(n - 1) / 2];
 }
 
 } // namespace
+
+void recent_median::add(double value) noexcept {
+    values_[next_] = value;
+    next_ = (next_ + 1) % size;
+    count_ = std::min(count_ + 1, size);
+}
+
+double recent_median::median() const noexcept {
+    double copy[size];
+    std::copy_n(values_, count_, copy);
+    return median_of(copy, count_);
+}
+
+double draft_controller::extra_ms() const noexcept {
+    const double plain = plain_.median();
+    double extra[recent_median::size];
+    for (std::size_t i = 0; i < verify_count_; ++i) {
+        extra[i] = (verify_ms_[i] - plain) / verify_len_[i];
+    }
+    return median_of(extra, verify_count_);
+}
 
 std::uint32_t draft_controller::next_k(std::uint32_t limit) {
     if (limit == 0) {
         return 0;
     }
-    if (plain_ms_ == 0.0 || since_plain_ >= refresh) {
+    if (plain_.count() == 0 || since_plain_ >= refresh) {
         return 0; // measure what one token costs first (and now and then again)
     }
-    if (!measured_verify_) {
-        return std::min<std::uint32_t>(limit, 3); // a first, short measurement of drafting and verifying
+    if (verify_count_ < 3) {
+        // A first measurement of drafting and verifying, three steps long so that one slow step cannot decide it.
+        return std::min<std::uint32_t>(limit, 3);
     }
     if (off_) {
         if (++since_probe_ < probe_every_) {
@@ -135,16 +191,17 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
     }
     // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step plus
     // k positions verified and drafted.
+    const double plain = plain_.median();
     const double a = std::clamp(acceptance(), 0.0, 0.999);
-    const double per_token = std::max(0.0, extra_ms_) + std::max(0.0, draft_ms_);
+    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median());
     std::uint32_t best = 0;
-    double best_rate = 1.0 / plain_ms_;
+    double best_rate = 1.0 / plain;
     double expected = 1.0;
     double power = 1.0;
     for (std::uint32_t k = 1; k <= limit; ++k) {
         power *= a;
         expected += power;
-        const double rate = expected / (plain_ms_ + k * per_token);
+        const double rate = expected / (plain + k * per_token);
         if (rate > best_rate * 1.02) {
             best_rate = rate;
             best = k;
@@ -166,7 +223,7 @@ void draft_controller::record_plain(double ms) {
         warm_ = true; // a session's first step runs cold (first touch of buffers): an outlier that makes drafting
         return;       // look free
     }
-    blend(plain_ms_, ms);
+    plain_.add(ms);
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
@@ -177,16 +234,11 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
     }
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
-    if (plain_ms_ > 0.0) {
-        const double extra = (verify_ms - plain_ms_) / drafted;
-        if (!measured_verify_) {
-            extra_ms_ = extra;
-        } else {
-            extra_ms_ += ema_weight * (extra - extra_ms_);
-        }
-        measured_verify_ = true;
-    }
-    blend(draft_ms_, std::max(draft_ms / drafted, 1e-6));
+    verify_ms_[verify_next_] = verify_ms;
+    verify_len_[verify_next_] = drafted;
+    verify_next_ = (verify_next_ + 1) % recent_median::size;
+    verify_count_ = std::min(verify_count_ + 1, recent_median::size);
+    draft_.add(std::max(draft_ms / drafted, 1e-6));
 }
 
 boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,

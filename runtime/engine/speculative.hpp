@@ -49,25 +49,51 @@ public:
     boost::asio::awaitable<result<void>> propose(std::span<const std::int32_t> context, std::uint32_t k,
                                                  std::vector<std::int32_t>& out);
 
+    /// Brings the draft's sequence to `context` (keeping the common prefix), so that the next propose() after
+    /// `context` and one more token runs only that token: a session calls it after the prompt. Errors as propose().
+    boost::asio::awaitable<result<void>> catch_up(std::span<const std::int32_t> context);
+
     /// Of the last propose(), the milliseconds spent catching up on the context (the tokens the draft had not
     /// seen: a new prompt, or what was decoded while drafting was off), apart from drafting itself.
     [[nodiscard]] double catch_up_ms() const noexcept { return catch_up_ms_; }
+    /// Of the last propose(), how many tokens that catch-up ran: 1 or 2 in a run of drafting steps (the last
+    /// step's final tokens), more after a new prompt or a stretch without drafting.
+    [[nodiscard]] std::size_t catch_up_tokens() const noexcept { return catch_up_tokens_; }
 
 private:
     std::shared_ptr<model> model_;
     double catch_up_ms_ = 0.0;
+    std::size_t catch_up_tokens_ = 0;
     models::kv_cache cache_;
     models::forward_runner runner_;
     std::vector<std::int32_t> history_; ///< tokens in cache_
     std::vector<float> logits_;
 };
 
-/// Chooses each step's draft length from what steps measured: the time of a one-token step, the extra time of
-/// each verified position (misses of streamed experts make it large, cached experts small), the time of
-/// drafting a token and the acceptance rate. The length maximises expected tokens per millisecond; 0 (plain
-/// decode) when no length beats one token per step. While off it probes now and then (after 32 plain steps,
-/// twice as long after each probe that finds drafting still not paying, up to 1024), as acceptance and costs
-/// change with the text.
+/// The median of the last few samples of a step time (a fixed ring): on a loaded machine a step now and then takes
+/// several times its usual time (the thread that a barrier waits for lost its core), and a median ignores those
+/// outliers where a moving average follows them.
+class recent_median {
+public:
+    static constexpr std::size_t size = 9;
+    void add(double value) noexcept;
+    /// The median of the samples held (of an even count, the lower middle value); 0 when there are none.
+    [[nodiscard]] double median() const noexcept;
+    [[nodiscard]] std::size_t count() const noexcept { return count_; }
+
+private:
+    double values_[size] = {};
+    std::size_t count_ = 0;
+    std::size_t next_ = 0;
+};
+
+/// Chooses each step's draft length from the measured acceptance and costs. Acceptance: decayed counts of accepted
+/// and rejected drafts (no timing). Costs: a one-token step (median of recent plain steps), and per drafted token
+/// the verification's extra time over a one-token step and the drafting time (medians of recent verification
+/// steps); misses of streamed experts make the verification's share large, cached experts small. The length
+/// maximises expected tokens per millisecond; 0 (plain decode) when no length beats one token per step. While off
+/// it probes now and then (after 32 plain steps, twice as long after each probe that finds drafting still not
+/// paying, up to 1024), as acceptance and costs change with the text. Not thread-safe: one per session.
 class draft_controller {
 public:
     /// The draft length of the next step, at most `limit` (0: a plain step).
@@ -75,21 +101,31 @@ public:
     /// A plain one-token step took `ms`.
     void record_plain(double ms);
     /// A verification step: `drafted` tokens, `accepted` of them before the first rejection (`rejected`: one
-    /// was), the target's pass took `verify_ms` and drafting `draft_ms`.
+    /// was), the target's pass took `verify_ms` and drafting `draft_ms` (the draft's steady cost per step, its
+    /// catch-up on the tokens of the last step included; a catch-up on a new prompt left out).
     void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms);
     /// Estimated acceptance rate of one drafted token.
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
+    /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step, and per drafted token the
+    /// verification's extra time and the drafting time.
+    [[nodiscard]] double plain_ms() const noexcept { return plain_.median(); }
+    [[nodiscard]] double extra_ms() const noexcept;
+    [[nodiscard]] double draft_ms() const noexcept { return draft_.median(); }
 
 private:
-    double plain_ms_ = 0.0; ///< EMA of a one-token step; 0 until measured
-    double extra_ms_ = 0.0; ///< EMA of the verification's cost per drafted position beyond a one-token step
-    double draft_ms_ = 0.0; ///< EMA of drafting one token
+    recent_median plain_; ///< one-token steps (the first, cold, left out)
+    recent_median draft_; ///< drafting time per drafted token
+    /// The last verification passes: time and draft length (extra_ms() sets them against the plain steps' median
+    /// when it is asked, so that a fresh plain sample applies to every one of them).
+    double verify_ms_[recent_median::size] = {};
+    std::uint32_t verify_len_[recent_median::size] = {};
+    std::size_t verify_count_ = 0;
+    std::size_t verify_next_ = 0;
     double accepted_ = 1.0; ///< decayed counts behind acceptance(): a prior of 1 in 2
     double tried_ = 2.0;
-    bool measured_verify_ = false;
     bool warm_ = false;              ///< the first plain step (cold) was seen and left out
     bool off_ = false;               ///< drafting does not pay: plain steps, with a probe now and then
-    std::uint32_t since_plain_ = 0;  ///< verification steps since the last plain one (keeps plain_ms_ fresh)
+    std::uint32_t since_plain_ = 0;  ///< verification steps since the last plain one (keeps plain_ fresh)
     std::uint32_t since_probe_ = 0;  ///< plain steps while off
     std::uint32_t probe_every_ = 32; ///< plain steps between probes while off (doubles while probes fail)
     bool probing_ = false;           ///< the last drafting step was a probe

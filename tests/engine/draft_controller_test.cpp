@@ -1,0 +1,126 @@
+// The draft-length controller against step costs of known shape: it drafts long with a cheap draft that is nearly
+// always accepted, also when a third of the steps take five times their time (a loaded machine); it stops drafting
+// for a draft as costly as the model or one whose tokens are rejected, and probes again while off.
+#include "runtime/engine/speculative.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+/// One session's steps: plain steps cost `plain` ms, a verification of k drafts plain * (1 + verify_share * k) and
+/// drafting k tokens draft_share * plain * k; step i (0-based) takes `slow` times as long when slow_every divides
+/// i + 1. Every draft is accepted with `accept_all`, every one rejected otherwise. Returns the draft lengths chosen.
+struct session_sim {
+    double plain = 1.0;
+    double verify_share = 0.5;
+    double draft_share = 0.05;
+    bool accept_all = true;
+    std::uint32_t slow_every = 0;
+    double slow = 5.0;
+
+    std::vector<std::uint32_t> run(speculation::draft_controller& c, std::size_t steps, std::uint32_t limit = 8) const {
+        std::vector<std::uint32_t> chosen;
+        for (std::size_t i = 0; i < steps; ++i) {
+            const double factor = slow_every != 0 && (i + 1) % slow_every == 0 ? slow : 1.0;
+            const auto k = c.next_k(limit);
+            chosen.push_back(k);
+            if (k == 0) {
+                c.record_plain(plain * factor);
+                continue;
+            }
+            const double verify = plain * (1.0 + verify_share * k) * factor;
+            const double draft = draft_share * plain * k * factor;
+            c.record_verify(k, accept_all ? k : 0, !accept_all, verify, draft);
+        }
+        return chosen;
+    }
+};
+
+/// The most common length among the last `n` choices.
+std::uint32_t settled_length(const std::vector<std::uint32_t>& chosen, std::size_t n) {
+    std::map<std::uint32_t, int> count;
+    for (std::size_t i = chosen.size() - n; i < chosen.size(); ++i) {
+        ++count[chosen[i]];
+    }
+    return std::max_element(count.begin(), count.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+}
+
+TEST(draft_controller, a_cheap_draft_that_is_always_accepted_drafts_long) {
+    // Tokens per millisecond grow with the length up to the limit of 8 (by less than 2% from 6 on).
+    speculation::draft_controller c;
+    const auto chosen = session_sim{}.run(c, 200);
+    EXPECT_GE(settled_length(chosen, 100), 6u);
+    EXPECT_GT(c.acceptance(), 0.95);
+    EXPECT_NEAR(c.plain_ms(), 1.0, 1e-9);
+    EXPECT_NEAR(c.extra_ms(), 0.5, 1e-9);
+    EXPECT_NEAR(c.draft_ms(), 0.05, 1e-9);
+}
+
+TEST(draft_controller, steps_that_take_five_times_as_long_now_and_then_do_not_shorten_the_drafts) {
+    // Every third step, plain or verification, is slow: averages would see costs 2.3 times too high (and plain
+    // steps, rare while drafting, sometimes cheap against slow verifications); the medians do not.
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.slow_every = 3;
+    const auto chosen = sim.run(c, 400);
+    EXPECT_GE(settled_length(chosen, 200), 6u);
+    EXPECT_NEAR(c.plain_ms(), 1.0, 1e-9);
+    EXPECT_NEAR(c.extra_ms(), 0.5, 1e-9);
+}
+
+TEST(draft_controller, a_draft_as_costly_as_the_model_stops_drafting) {
+    // Every draft accepted, but each costs a whole plain step to draft: k drafts give k + 1 tokens for
+    // 1 + 1.5 k steps' time, which never beats one token per step.
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.draft_share = 1.0;
+    const auto chosen = sim.run(c, 300);
+    std::size_t drafting = 0;
+    for (std::size_t i = 100; i < chosen.size(); ++i) {
+        drafting += chosen[i] != 0 ? 1 : 0;
+    }
+    EXPECT_LE(drafting, 4u) << "probes only";
+}
+
+TEST(draft_controller, a_draft_whose_tokens_are_rejected_stops_drafting_and_probes_less_and_less_often) {
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.accept_all = false;
+    sim.draft_share = 0.0; // free drafts (prompt lookup): only acceptance can turn drafting off
+    const auto chosen = sim.run(c, 2000);
+    std::vector<std::size_t> probes;
+    for (std::size_t i = 20; i < chosen.size(); ++i) {
+        if (chosen[i] != 0) {
+            probes.push_back(i);
+        }
+    }
+    ASSERT_GE(probes.size(), 3u);
+    EXPECT_LE(probes.size(), 8u);
+    EXPECT_GT(probes[2] - probes[1], probes[1] - probes[0]); // each failed probe doubles the wait
+}
+
+TEST(draft_controller, recent_median_ignores_a_minority_of_outliers_and_follows_a_lasting_change) {
+    speculation::recent_median m;
+    EXPECT_EQ(m.median(), 0.0);
+    for (int i = 0; i < 9; ++i) {
+        m.add(i % 3 == 2 ? 10.0 : 1.0);
+    }
+    EXPECT_EQ(m.median(), 1.0);
+    for (int i = 0; i < 5; ++i) {
+        m.add(2.0);
+    }
+    EXPECT_EQ(m.median(), 2.0);
+    speculation::recent_median two;
+    two.add(1.0);
+    two.add(3.0);
+    EXPECT_EQ(two.median(), 1.0); // the lower middle value: slow outliers are the common kind
+}
+
+} // namespace
+} // namespace sluice
