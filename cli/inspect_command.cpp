@@ -8,19 +8,21 @@
 #include "cli/json_text.hpp"
 
 #include "io/reader.hpp"
+#include "runtime/engine/disk_probe.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/routing_plan.hpp"
+#include "runtime/experts/expert_layout.hpp"
 #include "runtime/gguf/model_files.hpp"
 #include "runtime/gguf/summary.hpp"
 #include "runtime/models/architecture.hpp"
-#include "runtime/experts/expert_layout.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,8 @@ namespace json = boost::json;
 
 /// Arrays longer than this are summarised (type and count) instead of printed whole in JSON.
 constexpr std::size_t max_json_array_items = 64;
+/// How long `--probe --routing` replays the cache's reads (probe_read_pattern) for the estimate.
+constexpr std::chrono::milliseconds pattern_probe_duration{2000};
 
 /// Per-layer facts about routed experts, derived from the `blk.N.*_exps` tensors.
 struct expert_layer {
@@ -109,7 +113,9 @@ json::value array_to_json(const gguf::metadata_array& a) {
     return out;
 }
 
-bool is_tokenizer_key(std::string_view key) { return key.starts_with("tokenizer."); }
+bool is_tokenizer_key(std::string_view key) {
+    return key.starts_with("tokenizer.");
+}
 
 json::object tokenizer_json(const gguf::tokenizer_summary& t) {
     json::object o{{"model", t.model},
@@ -227,12 +233,12 @@ void print_text_tokenizer(std::ostream& out, const gguf::tokenizer_summary& t) {
         out << "  (none)\n";
         return;
     }
-    out << "  model " << t.model << ", pre " << (t.pre.empty() ? "(none)" : t.pre) << ", " << t.n_tokens
-        << " tokens, " << t.n_merges << " merges" << (t.has_scores ? ", scores" : "")
-        << (t.has_token_types ? ", token types" : "") << "\n";
+    out << "  model " << t.model << ", pre " << (t.pre.empty() ? "(none)" : t.pre) << ", " << t.n_tokens << " tokens, "
+        << t.n_merges << " merges" << (t.has_scores ? ", scores" : "") << (t.has_token_types ? ", token types" : "")
+        << "\n";
     out << "  bos " << (t.bos_id ? std::to_string(*t.bos_id) : "-") << ", eos "
-        << (t.eos_id ? std::to_string(*t.eos_id) : "-") << ", chat template "
-        << (t.has_chat_template ? "yes" : "no") << "\n";
+        << (t.eos_id ? std::to_string(*t.eos_id) : "-") << ", chat template " << (t.has_chat_template ? "yes" : "no")
+        << "\n";
 }
 
 void print_text_tensors(std::ostream& out, const gguf::model_files& model) {
@@ -245,10 +251,9 @@ void print_text_tensors(std::ostream& out, const gguf::model_files& model) {
                   "shape", "bytes", "offset");
     out << line;
     for (const auto& t : model.tensors()) {
-        std::snprintf(line, sizeof line, "%-*s  %-6s  %-22s  %12llu  %14llu\n", static_cast<int>(width),
-                      t.name.c_str(), std::string(kernels::traits_of(t.type).name).c_str(),
-                      gguf::shape_string(t).c_str(), static_cast<unsigned long long>(t.bytes),
-                      static_cast<unsigned long long>(t.offset));
+        std::snprintf(line, sizeof line, "%-*s  %-6s  %-22s  %12llu  %14llu\n", static_cast<int>(width), t.name.c_str(),
+                      std::string(kernels::traits_of(t.type).name).c_str(), gguf::shape_string(t).c_str(),
+                      static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(t.offset));
         out << line;
     }
 }
@@ -259,8 +264,7 @@ void print_text_totals(std::ostream& out, const gguf::tensor_totals& totals, con
     out << "  all tensors   " << human_bytes(all) << " in " << totals.dense_tensors + totals.expert_tensors
         << " tensors\n";
     out << "  dense         " << human_bytes(totals.dense_bytes) << " in " << totals.dense_tensors << " tensors\n";
-    out << "  experts       " << human_bytes(totals.expert_bytes) << " in " << totals.expert_tensors
-        << " tensors";
+    out << "  experts       " << human_bytes(totals.expert_bytes) << " in " << totals.expert_tensors << " tensors";
     if (all > 0) {
         char pct[32];
         std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * static_cast<double>(totals.expert_bytes) / all);
@@ -292,6 +296,26 @@ result<double> probe_bandwidth(const gguf::model_files& files, const experts::ex
     return std::move(*out);
 }
 
+/// Measures the disk at the cache's request pattern: `pattern`'s bursts replayed (probe_read_pattern).
+result<pattern_probe_result> probe_pattern(const gguf::model_files& files, const experts::expert_layout& layout,
+                                           const read_pattern& pattern) {
+    boost::asio::io_context ioc;
+    auto reader = io::make_reader(ioc.get_executor());
+    if (!reader) {
+        return reader.error();
+    }
+    std::optional<result<pattern_probe_result>> out;
+    boost::asio::co_spawn(ioc, probe_read_pattern(**reader, files, layout, pattern, pattern_probe_duration),
+                          [&](std::exception_ptr e, result<pattern_probe_result> r) {
+                              if (e) {
+                                  std::rethrow_exception(e);
+                              }
+                              out = std::move(r);
+                          });
+    ioc.run();
+    return std::move(*out);
+}
+
 /// The plan's inputs as `run` and `serve` would pick them (the context defaults as model::load does).
 plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hparams& hp, const memory_settings& mem) {
     plan_inputs in;
@@ -304,7 +328,7 @@ plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hpa
 }
 
 /// `inspect --plan --routing REC`: the recording replayed through the planned cache, as JSON.
-result<json::object> routing_json(const inspect_options& opts, const memory_plan& plan,
+result<json::object> routing_json(const inspect_options& opts, const gguf::model_files& files, const memory_plan& plan,
                                   const experts::expert_layout& layout, const models::model_hparams& hp) {
     auto policy = experts::parse_policy_spec(opts.policy);
     if (!policy) {
@@ -315,15 +339,30 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
         return trace.error();
     }
     const experts::routing_geometry model{hp.n_layer, hp.n_expert, hp.n_expert_used};
+    read_pattern pattern;
     auto e = estimate_routing(plan, layout, *trace, model, *policy, {!opts.memory.no_prefetch, opts.prefetch_width},
-                              opts.routing);
+                              opts.routing, opts.probe ? &pattern : nullptr);
     if (!e) {
         return e.error();
     }
     auto o = to_json(*e);
+    double bandwidth = plan.disk_bandwidth;
+    if (opts.probe && !pattern.burst_ends.empty()) {
+        // The disk at the request pattern this workload gives the cache: the replay's own reads, burst by burst.
+        auto probe = probe_pattern(files, layout, pattern);
+        if (!probe) {
+            return probe.error();
+        }
+        bandwidth = probe->bytes_per_s;
+        o["pattern_probe"] = json::object{{"bytes_per_s", probe->bytes_per_s},
+                                          {"bursts", probe->bursts},
+                                          {"mean_burst_reads", probe->mean_burst_reads},
+                                          {"mean_burst_ms", probe->mean_burst_ms},
+                                          {"bytes", probe->bytes}};
+    }
     if (opts.compute_tokens_per_s > 0) {
         o["tokens_per_s_estimate"] =
-            expected_tokens_per_s(opts.compute_tokens_per_s, e->read_bytes_per_token, plan.disk_bandwidth);
+            expected_tokens_per_s(opts.compute_tokens_per_s, e->read_bytes_per_token, bandwidth);
     }
     o["recording"] = opts.routing;
     o["recorded_model"] = trace->header().model_name;
@@ -445,7 +484,7 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         o["draft"] = to_json(*draft);
     }
     if (!opts.routing.empty()) {
-        auto routing = routing_json(opts, *plan, *layout, *hp);
+        auto routing = routing_json(opts, files, *plan, *layout, *hp);
         if (!routing) {
             std::cerr << "sluice inspect: " << opts.path << ": " << routing.error().message << "\n";
             return 1;
@@ -525,7 +564,8 @@ int run_inspect(const inspect_options& opts) {
 
 void add_inspect_command(CLI::App& app) {
     auto opts = std::make_shared<inspect_options>();
-    auto* cmd = app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
+    auto* cmd =
+        app.add_subcommand("inspect", "Describe a GGUF model: metadata, tokenizer, tensors, dense/expert bytes");
     // The file as -m (like every subcommand) or as the positional argument.
     auto* file = cmd->add_option("file", opts->path, "GGUF file (any part of a split model); or -m FILE");
     add_model_option(*cmd, opts->path, "GGUF file (any part of a split model)")->excludes(file);

@@ -12,9 +12,10 @@ namespace {
 
 /// The accesses of every token of `trace`, each token's layers in order: a layer's chosen experts, then (with
 /// `prefetch`) the next layer's experts predicted at it, read ahead as the cache does. `token_ends[t]` is where
-/// token t's accesses end.
+/// token t's accesses end, `layer_ends` where each token's layer's accesses (its choice and the prediction) end.
 void append_accesses(const experts::routing_trace& trace, replay_prefetch prefetch,
-                     std::vector<experts::expert_access>& out, std::vector<std::size_t>& token_ends) {
+                     std::vector<experts::expert_access>& out, std::vector<std::size_t>& token_ends,
+                     std::vector<std::size_t>& layer_ends) {
     const auto& g = trace.geometry();
     for (std::uint64_t t = 0; t < trace.size(); ++t) {
         for (std::uint32_t l = 0; l < g.layers; ++l) {
@@ -24,6 +25,7 @@ void append_accesses(const experts::routing_trace& trace, replay_prefetch prefet
                 }
             }
             if (!prefetch.enabled || l + 1 == g.layers) {
+                layer_ends.push_back(out.size());
                 continue;
             }
             auto predicted = trace.predicted(t, l);
@@ -35,6 +37,7 @@ void append_accesses(const experts::routing_trace& trace, replay_prefetch prefet
                     out.push_back({l + 1, static_cast<std::int32_t>(e), true});
                 }
             }
+            layer_ends.push_back(out.size());
         }
         token_ends.push_back(out.size());
     }
@@ -64,10 +67,30 @@ std::optional<std::uint64_t> tokens_to_fill(const experts::routing_trace& trace,
 
 /// Hits and misses of a cache of `slots` slots with `policy` over `accesses`.
 experts::simulation simulate_cache(const experts::policy_spec& policy, std::uint32_t slots,
-                                   const experts::routing_geometry& g,
-                                   std::span<const experts::expert_access> accesses) {
+                                   const experts::routing_geometry& g, std::span<const experts::expert_access> accesses,
+                                   std::vector<std::size_t>* reads = nullptr) {
     auto p = experts::make_policy(policy, slots, g.layers, g.experts);
-    return experts::simulate(*p, slots, g.layers, g.experts, accesses);
+    return experts::simulate(*p, slots, g.layers, g.experts, accesses, reads);
+}
+
+/// The reads at positions `reads` of `accesses` from `first` on, grouped into bursts by `layer_ends`.
+read_pattern group_reads(std::span<const experts::expert_access> accesses, std::span<const std::size_t> reads,
+                         std::span<const std::size_t> layer_ends, std::size_t first) {
+    read_pattern out;
+    auto r = std::lower_bound(reads.begin(), reads.end(), first);
+    for (const auto end : layer_ends) {
+        if (end <= first) {
+            continue;
+        }
+        const auto before = out.reads.size();
+        for (; r != reads.end() && *r < end; ++r) {
+            out.reads.push_back(accesses[*r]);
+        }
+        if (out.reads.size() > before) {
+            out.burst_ends.push_back(out.reads.size());
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -75,13 +98,12 @@ experts::simulation simulate_cache(const experts::policy_spec& policy, std::uint
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
                                           const experts::policy_spec& policy, replay_prefetch prefetch,
-                                          const std::string& what) {
+                                          const std::string& what, read_pattern* pattern) {
     const auto& g = trace.geometry();
     if (g != model) {
-        return make_error(std::errc::invalid_argument, what + ": recording of " + experts::to_string(g) +
-                                                           " (model \"" + trace.header().model_name +
-                                                           "\") does not fit this model's " +
-                                                           experts::to_string(model));
+        return make_error(std::errc::invalid_argument,
+                          what + ": recording of " + experts::to_string(g) + " (model \"" + trace.header().model_name +
+                              "\") does not fit this model's " + experts::to_string(model));
     }
     if (trace.size() == 0) {
         return make_error(std::errc::invalid_argument, what + ": the recording holds no tokens");
@@ -91,10 +113,10 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     e.prefetch = prefetch.enabled;
     e.prefetch_width = prefetch.enabled ? prefetch.width : 0;
     e.tokens = trace.size();
-    e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
-                             ? 1.0 - static_cast<double>(plan.read_bytes_per_token) /
-                                         static_cast<double>(plan.read_bytes_per_token_cold)
-                             : 1.0;
+    e.uniform_hit_rate =
+        plan.read_bytes_per_token_cold > 0 && plan.streams()
+            ? 1.0 - static_cast<double>(plan.read_bytes_per_token) / static_cast<double>(plan.read_bytes_per_token_cold)
+            : 1.0;
     if (!plan.streams()) {
         e.measured_tokens = e.tokens; // everything is resident: every choice is a hit, nothing is read
         e.hit_rate = 1.0;
@@ -105,7 +127,8 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     const auto fill = tokens_to_fill(trace, slots);
     std::vector<experts::expert_access> accesses;
     std::vector<std::size_t> token_ends;
-    append_accesses(trace, prefetch, accesses, token_ends);
+    std::vector<std::size_t> layer_ends;
+    append_accesses(trace, prefetch, accesses, token_ends, layer_ends);
     std::size_t warm_accesses = 0;
     if (fill && *fill < trace.size()) {
         e.warmup_tokens = *fill;
@@ -115,10 +138,18 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
         e.warmup_tokens = trace.size();
         warm_accesses = accesses.size();
         accesses.insert(accesses.end(), accesses.begin(), accesses.end());
+        const auto n = layer_ends.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            layer_ends.push_back(layer_ends[i] + warm_accesses);
+        }
     }
     e.measured_tokens = (e.second_pass ? 2 * e.tokens : e.tokens) - e.warmup_tokens;
     // simulate() is online: the counts of the warm-up prefix alone are the prefix's share of the whole run.
-    const auto all = simulate_cache(policy, slots, g, accesses);
+    std::vector<std::size_t> read_at;
+    const auto all = simulate_cache(policy, slots, g, accesses, pattern != nullptr ? &read_at : nullptr);
+    if (pattern != nullptr) {
+        *pattern = group_reads(accesses, read_at, layer_ends, warm_accesses);
+    }
     const auto warm = simulate_cache(policy, slots, g, std::span(accesses).first(warm_accesses));
     e.hits = all.hits - warm.hits;
     e.misses = all.misses - warm.misses;

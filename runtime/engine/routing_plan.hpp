@@ -12,29 +12,30 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sluice {
 
 /// What the planned cache does with a recording's routing.
 struct routing_estimate {
     experts::policy_spec policy;
-    bool prefetch = true;              ///< the recording's next-layer predictions were read ahead
-    std::uint32_t prefetch_width = 0;  ///< the first this many of each token's prediction were read (0: all top_k)
-    std::uint64_t tokens = 0;          ///< token records in the recording
-    std::uint64_t warmup_tokens = 0;   ///< tokens replayed before the cache was full (not counted)
-    std::uint64_t measured_tokens = 0; ///< tokens the rates below count
-    bool second_pass = false;          ///< the recording was replayed twice (the cache never filled in one pass)
-    std::uint64_t hits = 0;            ///< chosen experts found in the cache, over the measured tokens
-    std::uint64_t misses = 0;          ///< chosen experts read from disk, over the measured tokens
-    std::uint64_t prefetch_reads = 0;  ///< predicted experts read ahead, over the measured tokens
-    std::uint64_t prefetch_used = 0;   ///< of those, chosen while still cached
-    std::uint64_t prefetch_wasted = 0; ///< evicted before anyone chose them
-    double hit_rate = 0;               ///< hits / (hits + misses); 1 when everything is resident
-    double uniform_hit_rate = 0;       ///< the plan's own assumption, for comparison
+    bool prefetch = true;                   ///< the recording's next-layer predictions were read ahead
+    std::uint32_t prefetch_width = 0;       ///< the first this many of each token's prediction were read (0: all top_k)
+    std::uint64_t tokens = 0;               ///< token records in the recording
+    std::uint64_t warmup_tokens = 0;        ///< tokens replayed before the cache was full (not counted)
+    std::uint64_t measured_tokens = 0;      ///< tokens the rates below count
+    bool second_pass = false;               ///< the recording was replayed twice (the cache never filled in one pass)
+    std::uint64_t hits = 0;                 ///< chosen experts found in the cache, over the measured tokens
+    std::uint64_t misses = 0;               ///< chosen experts read from disk, over the measured tokens
+    std::uint64_t prefetch_reads = 0;       ///< predicted experts read ahead, over the measured tokens
+    std::uint64_t prefetch_used = 0;        ///< of those, chosen while still cached
+    std::uint64_t prefetch_wasted = 0;      ///< evicted before anyone chose them
+    double hit_rate = 0;                    ///< hits / (hits + misses); 1 when everything is resident
+    double uniform_hit_rate = 0;            ///< the plan's own assumption, for comparison
     std::uint64_t read_bytes_per_token = 0; ///< (misses + prefetch reads) x one expert's read bytes, per token
     std::uint64_t miss_bytes_per_token = 0; ///< misses x one expert's read bytes, per token
     std::uint64_t wasted_bytes_per_token = 0; ///< prefetch_wasted x one expert's read bytes, per token
-    double tokens_per_s_bound = 0;          ///< plan.disk_bandwidth / read_bytes_per_token (0: unknown or none)
+    double tokens_per_s_bound = 0;            ///< plan.disk_bandwidth / read_bytes_per_token (0: unknown or none)
 };
 
 /// How the replay reads ahead: whether, and how many of each token's recorded next-layer prediction (the first
@@ -44,17 +45,26 @@ struct replay_prefetch {
     std::uint32_t width = 0;
 };
 
+/// The disk reads of a replay after its warm-up, in the order the cache issues them: one burst per token and layer
+/// (that layer's misses, then the next layer's predicted experts read ahead), `burst_ends[i]` the end of burst i
+/// in `reads` (bursts without reads are left out).
+struct read_pattern {
+    std::vector<experts::expert_access> reads;
+    std::vector<std::size_t> burst_ends;
+};
+
 /// Replays `trace` through the cache `plan` sizes (`layout` gives one expert's read bytes) with `policy`: every
 /// token's layers in order, each layer's chosen experts, then (`prefetch`) the next layer's recorded prediction
 /// read ahead, one pool of `plan.cache_slots` slots over all layers.
 /// The cold start (tokens until every slot holds an expert) is left out; when one pass never fills the cache the
 /// recording is replayed again and the second pass is counted, as a replay that wraps around would. Errors: a
+/// With `pattern`, the measured part's reads are stored there (read_pattern). Errors: a
 /// recording whose geometry is not `model`'s ("run.routing: recording of 2 layers x 8 experts, top-2 (model
 /// "tiny") does not fit this model's 4 layers x 16 experts, top-4"), an empty recording. `what` names the file.
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
                                           const experts::policy_spec& policy, replay_prefetch prefetch,
-                                          const std::string& what);
+                                          const std::string& what, read_pattern* pattern = nullptr);
 
 /// Decode tokens/s of one sequence when each token computes for 1 / `compute_tokens_per_s` seconds (the model's
 /// decode speed with its experts in memory) and then waits for `read_bytes_per_token` at `disk_bandwidth` bytes/s,
