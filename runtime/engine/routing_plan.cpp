@@ -113,10 +113,10 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     e.prefetch = prefetch.enabled;
     e.prefetch_width = prefetch.enabled ? prefetch.width : 0;
     e.tokens = trace.size();
-    e.uniform_hit_rate =
-        plan.read_bytes_per_token_cold > 0 && plan.streams()
-            ? 1.0 - static_cast<double>(plan.read_bytes_per_token) / static_cast<double>(plan.read_bytes_per_token_cold)
-            : 1.0;
+    e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
+                             ? 1.0 - static_cast<double>(plan.read_bytes_per_token_uniform) /
+                                         static_cast<double>(plan.read_bytes_per_token_cold)
+                             : 1.0;
     if (!plan.streams()) {
         e.measured_tokens = e.tokens; // everything is resident: every choice is a hit, nothing is read
         e.hit_rate = 1.0;

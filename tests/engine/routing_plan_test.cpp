@@ -38,7 +38,8 @@ memory_plan streaming_plan(std::uint64_t slots) {
     p.cache_slots = slots;
     p.total_experts = 8;
     p.read_bytes_per_token_cold = 1 << 20;
-    p.read_bytes_per_token = static_cast<std::uint64_t>((1 << 20) * (1.0 - static_cast<double>(slots) / 8));
+    p.read_bytes_per_token_uniform = static_cast<std::uint64_t>((1 << 20) * (1.0 - static_cast<double>(slots) / 8));
+    p.read_bytes_per_token = p.read_bytes_per_token_uniform;
     p.disk_bandwidth = 1e9;
     return p;
 }
@@ -106,7 +107,8 @@ TEST(estimate_routing, a_cache_larger_than_the_recording_counts_a_second_pass) {
 
 /// A two-layer, 8-expert, top-1 recording: each token chooses `first[t]` at layer 0 and `second[t]` at layer 1,
 /// and layer 0 predicts `second[t]` for layer 1 (a perfect prediction).
-experts::routing_trace two_layer_trace(const std::vector<std::uint16_t>& first, const std::vector<std::uint16_t>& second) {
+experts::routing_trace two_layer_trace(const std::vector<std::uint16_t>& first,
+                                       const std::vector<std::uint16_t>& second) {
     const routing_geometry g{2, 8, 1};
     auto bytes = experts::encode_routing_header({g, first.size(), "predicted"});
     for (std::size_t t = 0; t < first.size(); ++t) {
@@ -158,7 +160,7 @@ TEST(estimate_routing, a_recording_of_another_geometry_is_refused_naming_both) {
 }
 
 TEST(expected_tokens_per_s, adds_the_disk_time_to_the_compute_time) {
-    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 0, 0.0), 10.0);           // nothing read: the compute speed
+    EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 0, 0.0), 10.0);          // nothing read: the compute speed
     EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 100'000'000, 1e9), 5.0); // 0.1 s + 0.1 s per token
     EXPECT_DOUBLE_EQ(expected_tokens_per_s(0.0, 100'000'000, 1e9), 0.0);  // compute unknown
     EXPECT_DOUBLE_EQ(expected_tokens_per_s(10.0, 100'000'000, 0.0), 0.0); // disk unknown
