@@ -2,6 +2,7 @@
 // model, an expert cache of the bytes left when it does not, an error with the numbers when even the smallest
 // cache does not fit, the plan's JSON keys, and the disk probe through the real io_uring reader.
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/disk_probe.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/routing_curves.hpp"
 #include "runtime/models/architecture.hpp"
@@ -343,6 +344,40 @@ TEST(probe_disk_bandwidth, refuses_a_model_without_experts) {
     });
     ASSERT_FALSE(bw);
     EXPECT_NE(bw.error().message.find("no routed experts"), std::string::npos) << bw.error().message;
+}
+
+TEST(probe_read_pattern, reads_every_slab_of_each_burst_and_refuses_an_expert_outside_the_model) {
+    const auto m = open_model("qwen3moe");
+    read_pattern pattern;
+    pattern.reads = {{0, 1, false}, {1, 3, true}, {1, 0, false}};
+    pattern.burst_ends = {2, 3};
+    std::uint64_t reads = 0;
+    auto probe = run_sync<result<pattern_probe_result>>([&]() -> boost::asio::awaitable<result<pattern_probe_result>> {
+        auto reader = io::make_reader(co_await boost::asio::this_coro::executor);
+        if (!reader) {
+            co_return reader.error();
+        }
+        auto r = co_await probe_read_pattern(**reader, m.files, m.layout, pattern, std::chrono::milliseconds{50});
+        reads = (*reader)->counters().reads;
+        co_return r;
+    });
+    ASSERT_TRUE(probe) << probe.error().message;
+    EXPECT_GE(probe->bursts, 2u);
+    EXPECT_GT(probe->bytes_per_s, 0.0);
+    // Three experts of gate, up and down slabs each over two bursts: 1.5 experts, 4.5 slab reads per burst.
+    EXPECT_EQ(reads % 3, 0u);
+    EXPECT_GE(probe->mean_burst_reads, 3.0);
+    EXPECT_LE(probe->mean_burst_reads, 6.0);
+    pattern.reads[2].expert = 999;
+    auto bad = run_sync<result<pattern_probe_result>>([&]() -> boost::asio::awaitable<result<pattern_probe_result>> {
+        auto reader = io::make_reader(co_await boost::asio::this_coro::executor);
+        if (!reader) {
+            co_return reader.error();
+        }
+        co_return co_await probe_read_pattern(**reader, m.files, m.layout, pattern, std::chrono::milliseconds{50});
+    });
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("expert 999 of layer 1"), std::string::npos) << bad.error().message;
 }
 
 TEST(learned_read_share, follows_the_curve_of_the_donor_with_the_same_geometry) {
