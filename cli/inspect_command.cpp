@@ -8,6 +8,7 @@
 #include "cli/json_text.hpp"
 
 #include "io/reader.hpp"
+#include "runtime/engine/disk_probe.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/engine/routing_plan.hpp"
@@ -21,6 +22,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,8 @@ namespace json = boost::json;
 
 /// Arrays longer than this are summarised (type and count) instead of printed whole in JSON.
 constexpr std::size_t max_json_array_items = 64;
+/// How long `--probe --routing` replays the cache's reads (probe_read_pattern) for the estimate.
+constexpr std::chrono::milliseconds pattern_probe_duration{2000};
 
 /// Per-layer facts about routed experts, derived from the `blk.N.*_exps` tensors.
 struct expert_layer {
@@ -292,6 +296,26 @@ result<double> probe_bandwidth(const gguf::model_files& files, const experts::ex
     return std::move(*out);
 }
 
+/// Measures the disk at the cache's request pattern: `pattern`'s bursts replayed (probe_read_pattern).
+result<pattern_probe_result> probe_pattern(const gguf::model_files& files, const experts::expert_layout& layout,
+                                           const read_pattern& pattern) {
+    boost::asio::io_context ioc;
+    auto reader = io::make_reader(ioc.get_executor());
+    if (!reader) {
+        return reader.error();
+    }
+    std::optional<result<pattern_probe_result>> out;
+    boost::asio::co_spawn(ioc, probe_read_pattern(**reader, files, layout, pattern, pattern_probe_duration),
+                          [&](std::exception_ptr e, result<pattern_probe_result> r) {
+                              if (e) {
+                                  std::rethrow_exception(e);
+                              }
+                              out = std::move(r);
+                          });
+    ioc.run();
+    return std::move(*out);
+}
+
 /// The plan's inputs as `run` and `serve` would pick them (the context defaults as model::load does).
 plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hparams& hp, const memory_settings& mem) {
     plan_inputs in;
@@ -304,7 +328,7 @@ plan_inputs plan_inputs_for(const inspect_options& opts, const models::model_hpa
 }
 
 /// `inspect --plan --routing REC`: the recording replayed through the planned cache, as JSON.
-result<json::object> routing_json(const inspect_options& opts, const memory_plan& plan,
+result<json::object> routing_json(const inspect_options& opts, const gguf::model_files& files, const memory_plan& plan,
                                   const experts::expert_layout& layout, const models::model_hparams& hp) {
     auto policy = experts::parse_policy_spec(opts.policy);
     if (!policy) {
@@ -318,15 +342,30 @@ result<json::object> routing_json(const inspect_options& opts, const memory_plan
     // The batch engine reads ahead at most eight tokens' worth of a step's predicted experts.
     const auto limit = opts.prediction_limit >= 0 ? static_cast<std::uint32_t>(opts.prediction_limit)
                                                   : 8 * std::max(1u, hp.n_expert_used);
+    read_pattern pattern;
     auto e = estimate_routing(plan, layout, *trace, model, *policy, {!opts.memory.no_prefetch, opts.prefetch_width},
-                              opts.routing, {opts.streams, limit});
+                              opts.routing, {opts.streams, limit}, opts.probe ? &pattern : nullptr);
     if (!e) {
         return e.error();
     }
     auto o = to_json(*e);
+    double bandwidth = plan.disk_bandwidth;
+    if (opts.probe && !pattern.burst_ends.empty()) {
+        // The disk at the request pattern this workload gives the cache: the replay's own reads, burst by burst.
+        auto probe = probe_pattern(files, layout, pattern);
+        if (!probe) {
+            return probe.error();
+        }
+        bandwidth = probe->bytes_per_s;
+        o["pattern_probe"] = json::object{{"bytes_per_s", probe->bytes_per_s},
+                                          {"bursts", probe->bursts},
+                                          {"mean_burst_reads", probe->mean_burst_reads},
+                                          {"mean_burst_ms", probe->mean_burst_ms},
+                                          {"bytes", probe->bytes}};
+    }
     if (opts.compute_tokens_per_s > 0) {
         o["tokens_per_s_estimate"] =
-            expected_tokens_per_s(opts.compute_tokens_per_s, e->read_bytes_per_token, plan.disk_bandwidth);
+            expected_tokens_per_s(opts.compute_tokens_per_s, e->read_bytes_per_token, bandwidth);
     }
     o["recording"] = opts.routing;
     o["recorded_model"] = trace->header().model_name;
@@ -448,7 +487,7 @@ int run_plan(const inspect_options& opts, const gguf::model_files& files) {
         o["draft"] = to_json(*draft);
     }
     if (!opts.routing.empty()) {
-        auto routing = routing_json(opts, *plan, *layout, *hp);
+        auto routing = routing_json(opts, files, *plan, *layout, *hp);
         if (!routing) {
             std::cerr << "sluice inspect: " << opts.path << ": " << routing.error().message << "\n";
             return 1;

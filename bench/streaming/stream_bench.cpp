@@ -2,7 +2,8 @@
 // during the timed tokens (bytes read, read throughput while reads ran and over the wall clock, hit rate,
 // prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON
 // object on stdout; bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file. Usage: stream_bench
-// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru-2] [--routing FILE]
+// MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru-2] [--routing FILE]. The context
+// is 512 positions, or the smallest power of two above that holds 8 prompt + warm-up + timed tokens.
 // (policy: lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]; docs/STREAMING.md, "Replacement").
 // --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
 // compute is the same, the experts read follow the recording (docs/ROUTING.md).
@@ -159,9 +160,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stream_bench: tokens and warmup must be at least 1\n");
         return 2;
     }
+    // The session holds the prompt, the warm-up and the timed tokens: 512 positions, doubled until they fit.
+    std::uint32_t n_ctx = 512;
+    while (n_ctx < 8 + *warmup + *tokens) {
+        n_ctx *= 2;
+    }
     model_options opts;
     opts.memory_budget = *budget;
-    opts.n_ctx = 512;
+    opts.n_ctx = n_ctx;
     opts.n_threads = *threads;
     opts.prefetch = *prefetch != 0;
     opts.cache_policy = experts::cache_policy::lru2; // the command line's default, as run, bench and serve
@@ -203,7 +209,7 @@ int main(int argc, char** argv) {
     req.sampling.seed = 1;
     req.max_tokens = static_cast<std::uint32_t>(*warmup + *tokens);
     req.ignore_eos = true;
-    session s(m, 512);
+    session s(m, n_ctx);
     using clock = std::chrono::steady_clock;
     experts::expert_cache_counters start_counters;
     clock::time_point start;
@@ -236,12 +242,18 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stream_bench: %s\n", outcome.error().message.c_str());
         return 1;
     }
+    if (seen <= *warmup) {
+        std::fprintf(stderr, "stream_bench: the decode ended after %u tokens, before the %lu warm-up tokens did\n",
+                     seen, *warmup);
+        return 1;
+    }
     const auto end_counters = m->expert_counters();
     const std::uint64_t timed = seen - *warmup;
     const auto plan = m->plan();
     json::object out{{"model", path},
                      {"budget_bytes", *budget},
                      {"threads", m->options().n_threads},
+                     {"n_ctx", n_ctx},
                      {"prefetch", opts.prefetch},
                      {"policy", experts::to_string(experts::policy_spec{opts.cache_policy, opts.cache_pin_percent})},
                      {"plan", to_json(plan)},

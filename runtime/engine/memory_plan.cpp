@@ -22,14 +22,15 @@
 #include "runtime/engine/memory_plan.hpp"
 
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/routing_curves.hpp"
 
 #include "base/async_event.hpp"
 #include "io/dma_buffer.hpp"
 #include "kernels/matmul.hpp"
 #include "runtime/models/tensor_names.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/value.hpp>
@@ -169,8 +170,9 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
     if (const auto& m = hp.mla; m.enabled()) { // forward_scratch::mla_step, and the MLA kernels' rows per thread
         const std::uint64_t h = hp.n_head, rope = hp.rope.n_rot;
         floats += b * (m.q_lora_rank + m.kv_lora_rank + rope + h * (m.nope_dim + rope + m.nope_dim + 2 * m.v_dim));
-        mla_thread = (b * m.kv_lora_rank + std::uint64_t{m.nope_dim + m.v_dim} * m.kv_lora_rank +
-                      h * std::uint64_t{in.n_ctx}) * sizeof(float);
+        mla_thread =
+            (b * m.kv_lora_rank + std::uint64_t{m.nope_dim + m.v_dim} * m.kv_lora_rank + h * std::uint64_t{in.n_ctx}) *
+            sizeof(float);
     }
     const std::uint64_t hidden = std::max({std::uint64_t{hp.n_head} * hp.head_dim_v, std::uint64_t{hp.n_ff}, ff});
     std::uint64_t act = 4 * widest_prepared_row(files, hp.n_embd) * b;
@@ -207,14 +209,20 @@ void plan_traffic(memory_plan& p, const experts::expert_layout& layout, double d
     p.disk_bandwidth = disk_bandwidth;
     if (!p.streams() || layers == 0) {
         p.read_bytes_per_token = 0;
+        p.read_bytes_per_token_uniform = 0;
         p.tokens_per_s_bound = 0;
         return;
     }
     // Uniform routing: a layer's chosen expert is in the cache with probability slots_per_layer / n_expert.
+    const double cold = static_cast<double>(p.read_bytes_per_token_cold);
     const double slots_per_layer = static_cast<double>(p.cache_slots) / layers;
     const double hit = std::min(1.0, slots_per_layer / std::max(1u, experts_per_layer(layout)));
-    p.read_bytes_per_token =
-        static_cast<std::uint64_t>(std::llround(static_cast<double>(p.read_bytes_per_token_cold) * (1.0 - hit)));
+    p.read_bytes_per_token_uniform = static_cast<std::uint64_t>(std::llround(cold * (1.0 - hit)));
+    // Learned routing: the donors' measured curve at the cache's share of all experts.
+    const double share =
+        static_cast<double>(p.cache_slots) / std::max<double>(1.0, static_cast<double>(p.total_experts));
+    const double learned = learned_read_share(experts_per_layer(layout), layout.expert_used, share, &p.routing_curve);
+    p.read_bytes_per_token = static_cast<std::uint64_t>(std::llround(cold * learned));
     p.tokens_per_s_bound = disk_bandwidth > 0 && p.read_bytes_per_token > 0
                                ? disk_bandwidth / static_cast<double>(p.read_bytes_per_token)
                                : 0.0;
@@ -336,8 +344,7 @@ result<memory_plan> plan_memory(const gguf::model_files& files, const models::mo
         std::string m = "memory budget " + human(p.budget) + " is too small for this model: dense weights " +
                         human(p.dense_bytes) + " + KV cache " + human(p.kv_bytes) +
                         (p.checkpoint_bytes ? " + state checkpoints " + human(p.checkpoint_bytes) : std::string()) +
-                        " + buffers " +
-                        human(p.compute_bytes);
+                        " + buffers " + human(p.compute_bytes);
         if (layout.total_count == 0) {
             m += " = " + human(fixed) + " (a model without routed experts cannot stream)";
         } else {
@@ -411,12 +418,17 @@ boost::json::object to_json(const memory_plan& plan) {
         {"total_experts", plan.total_experts},
         {"read_bytes_per_token_cold", plan.read_bytes_per_token_cold},
         {"read_bytes_per_token", plan.read_bytes_per_token},
+        {"read_bytes_per_token_uniform", plan.read_bytes_per_token_uniform},
+        {"routing_curve", plan.routing_curve},
         {"disk_bandwidth_bytes_per_s", static_cast<std::uint64_t>(std::llround(std::max(plan.disk_bandwidth, 0.0)))},
         {"tokens_per_s_bound", bound_known ? boost::json::value(plan.tokens_per_s_bound) : boost::json::value(0.0)},
         {"bound_basis", basis},
         {"assumptions",
-         "read_bytes_per_token assumes uniform routing: each layer's chosen experts are cached with probability "
-         "(cache_slots / MoE layers) / experts per layer; real routing is skewed, so hit rates are usually higher. "
+         "read_bytes_per_token assumes learned routing: the reads per token (misses and next-layer predictions read "
+         "ahead, LRU-2) that routing_curve, a routing donor's recording of the nearest geometry, gave at this "
+         "cache's share of all experts (docs/STREAMING.md); give a recording with --routing for your own workload. "
+         "read_bytes_per_token_uniform assumes uniform routing: each layer's chosen experts are cached with "
+         "probability (cache_slots / MoE layers) / experts per layer. "
          "tokens_per_s_bound counts disk reads only (compute ignored) for one sequence decoding. compute_bytes is "
          "an estimate that errs high."},
     };

@@ -4,10 +4,10 @@
 
 #include "io/reader.hpp"
 #include "kernels/quant_type.hpp"
-#include "runtime/gguf/model_files.hpp"
 #include "runtime/experts/expert_layout.hpp"
-#include "runtime/models/kv_cache.hpp"
+#include "runtime/gguf/model_files.hpp"
 #include "runtime/models/hparams.hpp"
+#include "runtime/models/kv_cache.hpp"
 #include "sluice/error.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -15,8 +15,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace sluice {
 
@@ -48,24 +48,28 @@ struct memory_plan {
     enum class strategy_kind { resident, stream_experts };
     strategy_kind strategy = strategy_kind::resident;
     std::uint64_t budget = 0;
-    std::uint64_t dense_bytes = 0;   ///< every non-expert weight (held resident in both strategies)
-    std::uint64_t expert_bytes = 0;  ///< all routed-expert weights in the file
-    std::uint64_t kv_bytes = 0;      ///< KV cache of n_seq sequences of n_ctx tokens (recurrent states included)
-    std::uint64_t state_bytes = 0;   ///< of which one sequence's recurrent state (models with recurrent layers)
+    std::uint64_t dense_bytes = 0;      ///< every non-expert weight (held resident in both strategies)
+    std::uint64_t expert_bytes = 0;     ///< all routed-expert weights in the file
+    std::uint64_t kv_bytes = 0;         ///< KV cache of n_seq sequences of n_ctx tokens (recurrent states included)
+    std::uint64_t state_bytes = 0;      ///< of which one sequence's recurrent state (models with recurrent layers)
     std::uint64_t checkpoint_bytes = 0; ///< the prompt cache's state checkpoints of all n_seq sequences
-    std::uint64_t compute_bytes = 0; ///< forward-pass buffers and fixed overhead
-    std::uint64_t draft_bytes = 0;   ///< a draft model's whole plan (weights, KV caches, buffers); 0 without one
-    std::uint64_t mtp_bytes = 0;     ///< MTP drafting (plan_mtp_bytes); 0 when it does not run
+    std::uint64_t compute_bytes = 0;    ///< forward-pass buffers and fixed overhead
+    std::uint64_t draft_bytes = 0;      ///< a draft model's whole plan (weights, KV caches, buffers); 0 without one
+    std::uint64_t mtp_bytes = 0;        ///< MTP drafting (plan_mtp_bytes); 0 when it does not run
     /// resident: dense + expert bytes; stream_experts: dense bytes (the cache is counted apart).
     std::uint64_t resident_bytes = 0;
-    std::uint64_t cache_bytes = 0;    ///< expert cache (slots * slot_bytes); 0 when resident
-    std::uint64_t cache_slots = 0;    ///< experts the cache holds
-    std::uint64_t slot_bytes = 0;     ///< one slot (expert_layout::slot_bytes)
-    std::uint64_t total_experts = 0;  ///< routed experts over all layers
+    std::uint64_t cache_bytes = 0;               ///< expert cache (slots * slot_bytes); 0 when resident
+    std::uint64_t cache_slots = 0;               ///< experts the cache holds
+    std::uint64_t slot_bytes = 0;                ///< one slot (expert_layout::slot_bytes)
+    std::uint64_t total_experts = 0;             ///< routed experts over all layers
     std::uint64_t read_bytes_per_token_cold = 0; ///< an empty cache: every chosen expert of every layer read
-    std::uint64_t read_bytes_per_token = 0;      ///< expected with the cache, assuming uniform routing
-    double disk_bandwidth = 0;                   ///< bytes/s used for the bound (0: unknown)
-    double tokens_per_s_bound = 0;               ///< disk_bandwidth / read_bytes_per_token (0: unknown/none)
+    /// Expected with the cache under learned routing: the curve of the routing donor nearest the model's geometry
+    /// (learned_read_share, named by `routing_curve`), prefetch reads included.
+    std::uint64_t read_bytes_per_token = 0;
+    std::uint64_t read_bytes_per_token_uniform = 0; ///< the same assuming uniform routing, for comparison
+    std::string_view routing_curve;                 ///< the recording whose curve read_bytes_per_token follows
+    double disk_bandwidth = 0;                      ///< bytes/s used for the bound (0: unknown)
+    double tokens_per_s_bound = 0;                  ///< disk_bandwidth / read_bytes_per_token (0: unknown/none)
 
     [[nodiscard]] bool streams() const noexcept { return strategy == strategy_kind::stream_experts; }
     /// The total the plan holds: resident + cache + KV + compute + draft + MTP bytes (never above the budget).
@@ -89,9 +93,8 @@ boost::json::object to_json(const memory_plan& plan);
 
 /// Measures random-read bandwidth (bytes/s) on the model file: expert-sized O_DIRECT reads at high queue depth
 /// for about `duration`. Errors: read failures, a model without routed experts.
-boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, const gguf::model_files& files,
-                                                            const experts::expert_layout& layout,
-                                                            std::chrono::milliseconds duration =
-                                                                std::chrono::milliseconds{300});
+boost::asio::awaitable<result<double>>
+probe_disk_bandwidth(io::reader& reader, const gguf::model_files& files, const experts::expert_layout& layout,
+                     std::chrono::milliseconds duration = std::chrono::milliseconds{300});
 
 } // namespace sluice

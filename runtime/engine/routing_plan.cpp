@@ -54,9 +54,11 @@ void distinct_ids(std::vector<std::uint16_t>& ids, std::uint32_t limit, bool one
 
 /// The accesses of every step of the replay, each step's layers in order: a layer's distinct chosen experts over
 /// the step's tokens, then (with `prefetch`) the next layer's experts predicted at it, read ahead as the cache does.
-/// `step_ends[s]` is where step s's accesses end. Returns the steps.
+/// `step_ends[s]` is where step s's accesses end, `layer_ends` where each step's layer's accesses (its choice and
+/// the prediction) end. Returns the steps.
 std::uint64_t append_accesses(const experts::routing_trace& trace, replay_prefetch prefetch, replay_streams streams,
-                              std::vector<experts::expert_access>& out, std::vector<std::size_t>& step_ends) {
+                              std::vector<experts::expert_access>& out, std::vector<std::size_t>& step_ends,
+                              std::vector<std::size_t>& layer_ends) {
     const auto& g = trace.geometry();
     const std::uint32_t n = std::max(1u, streams.streams);
     const std::uint64_t steps = std::max<std::uint64_t>(1, trace.size() / n);
@@ -75,6 +77,7 @@ std::uint64_t append_accesses(const experts::routing_trace& trace, replay_prefet
                 out.push_back({l, static_cast<std::int32_t>(e), false});
             }
             if (!prefetch.enabled || l + 1 == g.layers) {
+                layer_ends.push_back(out.size());
                 continue;
             }
             ids.clear();
@@ -89,6 +92,7 @@ std::uint64_t append_accesses(const experts::routing_trace& trace, replay_prefet
             for (const auto e : distinct) {
                 out.push_back({l + 1, static_cast<std::int32_t>(e), true});
             }
+            layer_ends.push_back(out.size());
         }
         step_ends.push_back(out.size());
     }
@@ -120,10 +124,30 @@ std::optional<std::uint64_t> steps_to_fill(const experts::routing_geometry& g,
 
 /// Hits and misses of a cache of `slots` slots with `policy` over `accesses`.
 experts::simulation simulate_cache(const experts::policy_spec& policy, std::uint32_t slots,
-                                   const experts::routing_geometry& g,
-                                   std::span<const experts::expert_access> accesses) {
+                                   const experts::routing_geometry& g, std::span<const experts::expert_access> accesses,
+                                   std::vector<std::size_t>* reads = nullptr) {
     auto p = experts::make_policy(policy, slots, g.layers, g.experts);
-    return experts::simulate(*p, slots, g.layers, g.experts, accesses);
+    return experts::simulate(*p, slots, g.layers, g.experts, accesses, reads);
+}
+
+/// The reads at positions `reads` of `accesses` from `first` on, grouped into bursts by `layer_ends`.
+read_pattern group_reads(std::span<const experts::expert_access> accesses, std::span<const std::size_t> reads,
+                         std::span<const std::size_t> layer_ends, std::size_t first) {
+    read_pattern out;
+    auto r = std::lower_bound(reads.begin(), reads.end(), first);
+    for (const auto end : layer_ends) {
+        if (end <= first) {
+            continue;
+        }
+        const auto before = out.reads.size();
+        for (; r != reads.end() && *r < end; ++r) {
+            out.reads.push_back(accesses[*r]);
+        }
+        if (out.reads.size() > before) {
+            out.burst_ends.push_back(out.reads.size());
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -131,7 +155,7 @@ experts::simulation simulate_cache(const experts::policy_spec& policy, std::uint
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
                                           const experts::policy_spec& policy, replay_prefetch prefetch,
-                                          const std::string& what, replay_streams streams) {
+                                          const std::string& what, replay_streams streams, read_pattern* pattern) {
     const auto& g = trace.geometry();
     if (g != model) {
         return make_error(std::errc::invalid_argument,
@@ -146,10 +170,10 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     e.prefetch = prefetch.enabled;
     e.prefetch_width = prefetch.enabled ? prefetch.width : 0;
     e.tokens = trace.size();
-    e.uniform_hit_rate =
-        plan.read_bytes_per_token_cold > 0 && plan.streams()
-            ? 1.0 - static_cast<double>(plan.read_bytes_per_token) / static_cast<double>(plan.read_bytes_per_token_cold)
-            : 1.0;
+    e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
+                             ? 1.0 - static_cast<double>(plan.read_bytes_per_token_uniform) /
+                                         static_cast<double>(plan.read_bytes_per_token_cold)
+                             : 1.0;
     if (!plan.streams()) {
         e.measured_tokens = e.tokens; // everything is resident: every choice is a hit, nothing is read
         e.hit_rate = 1.0;
@@ -167,7 +191,8 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     }
     std::vector<experts::expert_access> accesses;
     std::vector<std::size_t> step_ends;
-    const auto steps = append_accesses(trace, prefetch, streams, accesses, step_ends);
+    std::vector<std::size_t> layer_ends;
+    const auto steps = append_accesses(trace, prefetch, streams, accesses, step_ends, layer_ends);
     const auto fill = steps_to_fill(g, accesses, step_ends, slots);
     std::size_t warm_accesses = 0;
     std::uint64_t warm_steps = 0;
@@ -179,12 +204,20 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
         warm_steps = steps;
         warm_accesses = accesses.size();
         accesses.insert(accesses.end(), accesses.begin(), accesses.end());
+        const auto bursts = layer_ends.size();
+        for (std::size_t i = 0; i < bursts; ++i) {
+            layer_ends.push_back(layer_ends[i] + warm_accesses);
+        }
     }
     e.warmup_tokens = warm_steps * n;
     e.measured_steps = (e.second_pass ? 2 * steps : steps) - warm_steps;
     e.measured_tokens = e.measured_steps * n;
     // simulate() is online: the counts of the warm-up prefix alone are the prefix's share of the whole run.
-    const auto all = simulate_cache(policy, slots, g, accesses);
+    std::vector<std::size_t> read_at;
+    const auto all = simulate_cache(policy, slots, g, accesses, pattern != nullptr ? &read_at : nullptr);
+    if (pattern != nullptr) {
+        *pattern = group_reads(accesses, read_at, layer_ends, warm_accesses);
+    }
     const auto warm = simulate_cache(policy, slots, g, std::span(accesses).first(warm_accesses));
     e.hits = all.hits - warm.hits;
     e.misses = all.misses - warm.misses;

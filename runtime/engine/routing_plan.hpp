@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sluice {
 
@@ -51,6 +52,14 @@ struct replay_prefetch {
     std::uint32_t width = 0;
 };
 
+/// The disk reads of a replay after its warm-up, in the order the cache issues them: one burst per token and layer
+/// (that layer's misses, then the next layer's predicted experts read ahead), `burst_ends[i]` the end of burst i
+/// in `reads` (bursts without reads are left out).
+struct read_pattern {
+    std::vector<experts::expert_access> reads;
+    std::vector<std::size_t> burst_ends;
+};
+
 /// How many sequences a replay runs at once, as the batch engine does: each step takes one token of each of
 /// `streams` streams (stream i starts at record i x tokens / streams and goes on in record order, wrapping), fetches
 /// each layer's distinct chosen experts once, and reads ahead the union of the tokens' next-layer predictions, the
@@ -64,13 +73,15 @@ struct replay_streams {
 /// step's layers in order (a step is one token, or one token of each stream), each layer's distinct chosen experts,
 /// then (`prefetch`) the next layer's recorded prediction read ahead, one pool of `plan.cache_slots` slots over all
 /// layers. The cold start (steps until every slot holds an expert) is left out; when one pass never fills the cache
-/// the recording is replayed again and the second pass is counted, as a replay that wraps around would. Errors: a
+/// the recording is replayed again and the second pass is counted, as a replay that wraps around would. With
+/// `pattern`, the measured part's reads are stored there (read_pattern: one burst per step and layer). Errors: a
 /// recording whose geometry is not `model`'s ("run.routing: recording of 2 layers x 8 experts, top-2 (model
 /// "tiny") does not fit this model's 4 layers x 16 experts, top-4"), an empty recording. `what` names the file.
 result<routing_estimate> estimate_routing(const memory_plan& plan, const experts::expert_layout& layout,
                                           const experts::routing_trace& trace, experts::routing_geometry model,
                                           const experts::policy_spec& policy, replay_prefetch prefetch,
-                                          const std::string& what, replay_streams streams = {});
+                                          const std::string& what, replay_streams streams = {},
+                                          read_pattern* pattern = nullptr);
 
 /// Decode tokens/s of one sequence when each token computes for 1 / `compute_tokens_per_s` seconds (the model's
 /// decode speed with its experts in memory) and then waits for `read_bytes_per_token` at `disk_bandwidth` bytes/s,

@@ -490,7 +490,7 @@ std::unique_ptr<replacement_policy> make_policy(const policy_spec& spec, std::ui
 }
 
 simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts,
-                    std::span<const expert_access> trace) {
+                    std::span<const expert_access> trace, std::vector<std::size_t>* reads) {
     simulation out;
     std::vector<std::int32_t> slot_of(std::size_t{layers} * max_experts, none);
     std::vector<expert_access> held(slots);
@@ -514,7 +514,8 @@ simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32
         out.prefetch_wasted += unused_prefetch[*victim] ? 1 : 0;
         return static_cast<std::int32_t>(*victim);
     };
-    for (const auto& a : trace) {
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+        const auto& a = trace[i];
         const auto key = key_of(a);
         auto s = slot_of[key];
         if (a.prefetch) {
@@ -522,6 +523,9 @@ simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32
                 continue;
             }
             ++out.prefetch_reads;
+            if (reads != nullptr) {
+                reads->push_back(i);
+            }
             slot_of[key] = s;
             held[static_cast<std::size_t>(s)] = {a.layer, a.expert, false};
             unused_prefetch[static_cast<std::size_t>(s)] = true;
@@ -538,6 +542,9 @@ simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32
             ++out.misses;
             if ((s = take_slot()) == none) {
                 continue;
+            }
+            if (reads != nullptr) {
+                reads->push_back(i);
             }
             slot_of[key] = s;
             held[static_cast<std::size_t>(s)] = a;

@@ -84,8 +84,9 @@ struct simulation {
 /// Runs `policy` as the cache of `slots` slots over `trace` (each access is used and released before the next):
 /// the hits, misses and victims a cache with that policy would have. A prefetch access reads an expert that is not
 /// cached into a slot left evictable as an unused prefetch (the cache's `on_evictable(..., true)`); it is neither
-/// a hit nor a miss, and an expert already cached is left alone.
+/// a hit nor a miss, and an expert already cached is left alone. With `reads`, the positions in `trace` of the
+/// accesses that read from disk (misses that took a slot and prefetch reads) are appended to it, in order.
 simulation simulate(replacement_policy& policy, std::uint32_t slots, std::uint32_t layers, std::uint32_t max_experts,
-                    std::span<const expert_access> trace);
+                    std::span<const expert_access> trace, std::vector<std::size_t>* reads = nullptr);
 
 } // namespace sluice::experts

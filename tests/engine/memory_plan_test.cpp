@@ -2,7 +2,9 @@
 // model, an expert cache of the bytes left when it does not, an error with the numbers when even the smallest
 // cache does not fit, the plan's JSON keys, and the disk probe through the real io_uring reader.
 #include "runtime/engine/batch_engine.hpp"
+#include "runtime/engine/disk_probe.hpp"
 #include "runtime/engine/memory_plan.hpp"
+#include "runtime/engine/routing_curves.hpp"
 #include "runtime/models/architecture.hpp"
 #include "runtime/models/forward.hpp"
 #include "tests/engine/tiny_model.hpp"
@@ -203,7 +205,7 @@ TEST(plan_memory, counts_every_slots_cache_and_the_step_buffers_once) {
     EXPECT_EQ(eight->kv_bytes, 8 * one->kv_bytes);
     const std::uint64_t per_slot = (eight->compute_bytes - one->compute_bytes) / 7;
     EXPECT_EQ(eight->compute_bytes - one->compute_bytes, 7 * per_slot);
-    EXPECT_GE(per_slot, std::uint64_t{m.hp.n_vocab} * (24 + sizeof(float))); // logits, sampler, the step's row
+    EXPECT_GE(per_slot, std::uint64_t{m.hp.n_vocab} * (24 + sizeof(float)));          // logits, sampler, the step's row
     EXPECT_LT(per_slot, scratch_bytes(loaded->hparams(), loaded->weights(), 64) / 4); // not another scratch
 }
 
@@ -227,8 +229,14 @@ TEST(plan_memory, streams_experts_through_a_cache_of_the_bytes_left) {
     // 2 MoE layers x 2 chosen experts, each read whole when cold; with 2.5 slots per layer of 8 experts a
     // uniformly routed expert is cached 2.5/8 of the time.
     EXPECT_EQ(p->read_bytes_per_token_cold, 2u * 2 * m.layout.read_bytes);
-    EXPECT_NEAR(static_cast<double>(p->read_bytes_per_token),
+    EXPECT_NEAR(static_cast<double>(p->read_bytes_per_token_uniform),
                 static_cast<double>(p->read_bytes_per_token_cold) * (1.0 - 2.5 / 8.0), 1.0);
+    // The default is learned routing: the curve of the donor nearest top-2 of 8, at 5 slots of 16 experts.
+    std::string_view source;
+    const double share = learned_read_share(8, 2, 5.0 / 16.0, &source);
+    EXPECT_EQ(p->routing_curve, source);
+    EXPECT_NEAR(static_cast<double>(p->read_bytes_per_token), static_cast<double>(p->read_bytes_per_token_cold) * share,
+                1.0);
     EXPECT_DOUBLE_EQ(p->disk_bandwidth, 2e9);
     EXPECT_NEAR(p->tokens_per_s_bound, 2e9 / static_cast<double>(p->read_bytes_per_token), 1e-6);
 }
@@ -336,6 +344,71 @@ TEST(probe_disk_bandwidth, refuses_a_model_without_experts) {
     });
     ASSERT_FALSE(bw);
     EXPECT_NE(bw.error().message.find("no routed experts"), std::string::npos) << bw.error().message;
+}
+
+TEST(probe_read_pattern, reads_every_slab_of_each_burst_and_refuses_an_expert_outside_the_model) {
+    const auto m = open_model("qwen3moe");
+    read_pattern pattern;
+    pattern.reads = {{0, 1, false}, {1, 3, true}, {1, 0, false}};
+    pattern.burst_ends = {2, 3};
+    std::uint64_t reads = 0;
+    auto probe = run_sync<result<pattern_probe_result>>([&]() -> boost::asio::awaitable<result<pattern_probe_result>> {
+        auto reader = io::make_reader(co_await boost::asio::this_coro::executor);
+        if (!reader) {
+            co_return reader.error();
+        }
+        auto r = co_await probe_read_pattern(**reader, m.files, m.layout, pattern, std::chrono::milliseconds{50});
+        reads = (*reader)->counters().reads;
+        co_return r;
+    });
+    ASSERT_TRUE(probe) << probe.error().message;
+    EXPECT_GE(probe->bursts, 2u);
+    EXPECT_GT(probe->bytes_per_s, 0.0);
+    // Three experts of gate, up and down slabs each over two bursts: 1.5 experts, 4.5 slab reads per burst.
+    EXPECT_EQ(reads % 3, 0u);
+    EXPECT_GE(probe->mean_burst_reads, 3.0);
+    EXPECT_LE(probe->mean_burst_reads, 6.0);
+    pattern.reads[2].expert = 999;
+    auto bad = run_sync<result<pattern_probe_result>>([&]() -> boost::asio::awaitable<result<pattern_probe_result>> {
+        auto reader = io::make_reader(co_await boost::asio::this_coro::executor);
+        if (!reader) {
+            co_return reader.error();
+        }
+        co_return co_await probe_read_pattern(**reader, m.files, m.layout, pattern, std::chrono::milliseconds{50});
+    });
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("expert 999 of layer 1"), std::string::npos) << bad.error().message;
+}
+
+TEST(learned_read_share, follows_the_curve_of_the_donor_with_the_same_geometry) {
+    std::string_view source;
+    EXPECT_NEAR(learned_read_share(128, 8, 0.25, &source), 0.5066, 1e-9);
+    EXPECT_NE(source.find("qwen3-30b-a3b"), std::string_view::npos);
+    EXPECT_NEAR(learned_read_share(128, 8, 0.275), (0.5066 + 0.4320) / 2, 1e-9);
+    EXPECT_NEAR(learned_read_share(128, 4, 0.5, &source), 0.1506, 1e-9);
+    EXPECT_NE(source.find("gpt-oss-120b"), std::string_view::npos);
+    learned_read_share(256, 8, 0.5, &source);
+    EXPECT_NE(source.find("qwen3.5-35b-a3b"), std::string_view::npos);
+}
+
+TEST(learned_read_share, runs_from_every_choice_read_to_nothing_read) {
+    EXPECT_DOUBLE_EQ(learned_read_share(128, 8, 0.0), 1.0);
+    EXPECT_DOUBLE_EQ(learned_read_share(128, 8, 1.0), 0.0);
+    double last = learned_read_share(128, 8, 0.05);
+    for (double share = 0.06; share < 1.0; share += 0.01) {
+        const double v = learned_read_share(128, 8, share);
+        EXPECT_LE(v, last) << "at " << share;
+        EXPECT_GE(v, 0.0);
+        last = v;
+    }
+}
+
+TEST(learned_read_share, a_geometry_without_a_recording_takes_the_nearest_ratio) {
+    std::string_view source;
+    learned_read_share(512, 10, 0.1, &source); // top-10 of 512: 2%, nearest to top-8 of 256 (3.1%)
+    EXPECT_NE(source.find("qwen3.5-35b-a3b"), std::string_view::npos);
+    learned_read_share(64, 8, 0.1, &source); // 12.5%: nearest to top-8 of 128 (6.25%)
+    EXPECT_NE(source.find("qwen3-30b-a3b"), std::string_view::npos);
 }
 
 } // namespace

@@ -38,7 +38,8 @@ memory_plan streaming_plan(std::uint64_t slots) {
     p.cache_slots = slots;
     p.total_experts = 8;
     p.read_bytes_per_token_cold = 1 << 20;
-    p.read_bytes_per_token = static_cast<std::uint64_t>((1 << 20) * (1.0 - static_cast<double>(slots) / 8));
+    p.read_bytes_per_token_uniform = static_cast<std::uint64_t>((1 << 20) * (1.0 - static_cast<double>(slots) / 8));
+    p.read_bytes_per_token = p.read_bytes_per_token_uniform;
     p.disk_bandwidth = 1e9;
     return p;
 }
