@@ -95,7 +95,6 @@ struct unpack_xs {
     void operator()(const block_iq2_xs& x, iq_weights& w) const {
         // Group k is one word: a 9-bit grid index and a 7-bit sign index whose eighth bit is the parity.
         const __m512i q = _mm512_loadu_si512(x.qs);
-        const __m512i indices = _mm512_and_si512(q, _mm512_set1_epi16(511));
         // The 32 sign indices as bytes; the eighth sign bit is the parity of the two nibbles' parities (a shuffle
         // each).
         const __m256i s7 = _mm256_and_si256(_mm256_srli_epi16(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 8)), 1),
@@ -110,7 +109,16 @@ struct unpack_xs {
         for (int p = 0; p < 4; ++p) {
             w.sign[p] = signs[p];
         }
-        load_rows(iq2xs_grid, indices, w.mag);
+        // The rows from the 9-bit indices read straight from memory: indices taken out of the vector register would
+        // cost a shuffle each (GCC's vpextrw), on the units the row inserts need.
+        for (int p = 0; p < 4; ++p) {
+            const std::uint16_t* i = x.qs + 8 * p;
+            w.mag[p] = _mm512_set_epi64(
+                static_cast<long long>(iq2xs_grid[i[7] & 511]), static_cast<long long>(iq2xs_grid[i[6] & 511]),
+                static_cast<long long>(iq2xs_grid[i[5] & 511]), static_cast<long long>(iq2xs_grid[i[4] & 511]),
+                static_cast<long long>(iq2xs_grid[i[3] & 511]), static_cast<long long>(iq2xs_grid[i[2] & 511]),
+                static_cast<long long>(iq2xs_grid[i[1] & 511]), static_cast<long long>(iq2xs_grid[i[0] & 511]));
+        }
         set_scales16(t, x.scales, w);
         w.factor = 0.125f * half(x.d);
     }
