@@ -208,6 +208,8 @@ float dot_iq(std::size_t n, const void* w, const void* act, const Unpack& unpack
     for (; b + 4 <= nb; b += 4) {
         __m512i lanes[4];
         float factor[4];
+        // Unrolled, so the four super-blocks' unpacking and products interleave (GCC keeps the loop otherwise).
+#pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             unpack(x[b + k], qw);
             lanes[k] = block_lanes<Unpack::uses_bsums>(qw, y[b + k]);
