@@ -30,11 +30,12 @@ inline std::uint64_t indices4(const std::uint8_t* qs, std::uint64_t high, std::u
 }
 
 // Magnitude and sign of 8 * (grid + delta) for the 64 values of pair p: `minus` has bit g set where group 8p + g
-// (8 values) takes delta -1/8. The shuffle maps (grid & 3) + 4 * minus to 8 * grid +- 1.
+// (8 values) takes delta -1/8. The shuffle maps (grid & 3) | 4 * minus to 8 * grid +- 1; one bitwise select (bits
+// 0..1 from the grid, the others from the masked 4s) forms that index.
 inline void set_pair(iq_weights& w, int p, __m512i rows, __mmask8 minus) {
     const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 9, 0, -7, -1, 7, 0, -9, 0, 0, 0, 0, 0, 0, 0, 0));
-    const __m512i t = _mm512_add_epi8(_mm512_and_si512(rows, _mm512_set1_epi8(3)),
-                                      _mm512_and_si512(_mm512_movm_epi64(minus), _mm512_set1_epi8(4)));
+    const __m512i fours = _mm512_maskz_mov_epi64(minus, _mm512_set1_epi8(4));
+    const __m512i t = _mm512_ternarylogic_epi32(rows, fours, _mm512_set1_epi8(3), 0xe4);
     const __m512i w8 = _mm512_shuffle_epi8(table, t);
     w.mag[p] = _mm512_abs_epi8(w8);
     w.sign[p] = _cvtmask64_u64(_mm512_movepi8_mask(w8));
