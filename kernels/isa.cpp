@@ -50,7 +50,9 @@ isa_level probe_isa() noexcept {
         return isa_level::scalar;
     }
     const bool avx2 = (b >> 5) & 1;
-    const bool avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) && ((c >> 11) & 1);
+    // AVX-512 F, DQ, BW, VL and VNNI, plus BMI2 (the IQ1 kernels' pdep; every such CPU has it).
+    const bool avx512 =
+        ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) && ((c >> 11) & 1) && ((b >> 8) & 1);
     if (!(ymm_state && avx2 && fma && f16c)) {
         return isa_level::scalar;
     }

@@ -1,8 +1,8 @@
 // AVX-512 (BW + VNNI) kernels for the IQ1 formats (IQ1_S, IQ1_M) against Q8_K activations, one token and four.
 // The ternary grid (2048 rows) is too large for register lookups, so rows are loaded one by one, their indices formed
-// in a vector first. The delta goes into the weights: 8 * (grid + delta) is one of -9, -7, -1, 1, 7, 9, never 0, so
-// its magnitude and sign mask feed the same products as the IQ2 formats and the super-block sum stays the scalar
-// reference's exact integer. Bit-identical to the scalar reference (iq1.cpp).
+// in general registers with BMI2's pdep (four per two deposits). The delta goes into the weights: 8 * (grid + delta) is
+// one of -9, -7, -1, 1, 7, 9, never 0, so its magnitude and sign mask feed the same products as the IQ2 formats and the
+// super-block sum stays the scalar reference's exact integer. Bit-identical to the scalar reference (iq1.cpp).
 #include "kernels/cpu/iq_avx512.hpp"
 
 #include "kernels/cpu/iq_grids.hpp"
@@ -13,30 +13,32 @@
 namespace sluice::kernels::avx512 {
 namespace {
 
-// Rows 8p..8p+7 of the grid as 64 int8 values, from the super-block's 32 indices.
-inline __m512i grid_rows(const std::uint16_t* idx, int p) {
-    const std::uint16_t* i = idx + 8 * p;
-    return _mm512_set_epi64(static_cast<long long>(iq1s_grid[i[7]]), static_cast<long long>(iq1s_grid[i[6]]),
-                            static_cast<long long>(iq1s_grid[i[5]]), static_cast<long long>(iq1s_grid[i[4]]),
-                            static_cast<long long>(iq1s_grid[i[3]]), static_cast<long long>(iq1s_grid[i[2]]),
-                            static_cast<long long>(iq1s_grid[i[1]]), static_cast<long long>(iq1s_grid[i[0]]));
+// Four grid rows from four 11-bit indices packed as the words of `idx4`.
+inline __m256i grid_rows4(std::uint64_t idx4) {
+    return _mm256_set_epi64x(
+        static_cast<long long>(iq1s_grid[idx4 >> 48]), static_cast<long long>(iq1s_grid[(idx4 >> 32) & 0xffff]),
+        static_cast<long long>(iq1s_grid[(idx4 >> 16) & 0xffff]), static_cast<long long>(iq1s_grid[idx4 & 0xffff]));
+}
+
+// Indices of four groups as words: the low bytes from `qs` (4 bytes), the high bits deposited from `high` by `mask`.
+// Formed in general registers (BMI2), whose units the vector work leaves idle; extracting indices formed in a vector
+// register costs a shuffle each, on the units the row inserts need.
+inline std::uint64_t indices4(const std::uint8_t* qs, std::uint64_t high, std::uint64_t mask) {
+    std::uint32_t q;
+    std::memcpy(&q, qs, 4);
+    return _pdep_u64(q, 0x00ff00ff00ff00ffull) | (_pdep_u64(high, mask) & 0x0700070007000700ull);
 }
 
 // Magnitude and sign of 8 * (grid + delta) for the 64 values of pair p: `minus` has bit g set where group 8p + g
-// (8 values) takes delta -1/8. The shuffle maps (grid & 3) + 4 * minus to 8 * grid +- 1.
+// (8 values) takes delta -1/8. The shuffle maps (grid & 3) | 4 * minus to 8 * grid +- 1; one bitwise select (bits
+// 0..1 from the grid, the others from the masked 4s) forms that index.
 inline void set_pair(iq_weights& w, int p, __m512i rows, __mmask8 minus) {
     const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 9, 0, -7, -1, 7, 0, -9, 0, 0, 0, 0, 0, 0, 0, 0));
-    const __m512i t = _mm512_add_epi8(_mm512_and_si512(rows, _mm512_set1_epi8(3)),
-                                      _mm512_and_si512(_mm512_movm_epi64(minus), _mm512_set1_epi8(4)));
+    const __m512i fours = _mm512_maskz_mov_epi64(minus, _mm512_set1_epi8(4));
+    const __m512i t = _mm512_ternarylogic_epi32(rows, fours, _mm512_set1_epi8(3), 0xe4);
     const __m512i w8 = _mm512_shuffle_epi8(table, t);
     w.mag[p] = _mm512_abs_epi8(w8);
     w.sign[p] = _cvtmask64_u64(_mm512_movepi8_mask(w8));
-}
-
-// Stores the 32 11-bit grid indices: low bytes from qs, high bits given as words.
-inline void store_indices(const std::uint8_t* qs, __m512i high, std::uint16_t* idx) {
-    const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)));
-    _mm512_store_si512(idx, _mm512_or_si512(low, _mm512_slli_epi16(high, 8)));
 }
 
 struct unpack_s {
@@ -45,16 +47,7 @@ struct unpack_s {
     static constexpr bool uses_bsums = true;
     void operator()(const block_iq1_s& x, iq_weights& w) const {
         // Run k's word: 3 high index bits per group at bits 0..11, the 3-bit scale at 12, the delta sign at 15.
-        const __m512i qh = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh)));
-        const __m512i pick = _mm512_set_epi16(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4, 3, 3, 3, 3, 2, 2, 2, 2, 1,
-                                              1, 1, 1, 0, 0, 0, 0);
-        const __m512i shift =
-            _mm512_set4_epi64(0x0009000600030000, 0x0009000600030000, 0x0009000600030000, 0x0009000600030000);
-        const __m512i high =
-            _mm512_and_si512(_mm512_srlv_epi16(_mm512_permutexvar_epi16(pick, qh), shift), _mm512_set1_epi16(7));
-        alignas(64) std::uint16_t idx[32];
-        store_indices(x.qs, high, idx);
-        const __m128i words = _mm512_castsi512_si128(qh);
+        const __m128i words = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
         const __m128i s = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(words, 12), _mm_set1_epi16(7)), 1),
                                        _mm_set1_epi16(1));
         // Delta weights per 16-value sum: run k's (2s + 1), negated where bit 15 is set, for sums 2k and 2k + 1.
@@ -64,7 +57,8 @@ struct unpack_s {
         const __m256i s8 = _mm256_cvtepu16_epi32(_mm_slli_epi16(s, 3));
         const __m512i sw = _mm512_castsi256_si512(_mm256_or_si256(s8, _mm256_slli_epi32(s8, 16)));
         for (int p = 0; p < 4; ++p) {
-            const __m512i g = grid_rows(idx, p);
+            const __m512i g = join(grid_rows4(indices4(x.qs + 8 * p, x.qh[2 * p], 0x0700070007000700ull)),
+                                   grid_rows4(indices4(x.qs + 8 * p + 4, x.qh[2 * p + 1], 0x0700070007000700ull)));
             w.mag[p] = _mm512_abs_epi8(g);
             w.sign[p] = _cvtmask64_u64(_mm512_movepi8_mask(g));
             w.scale[p] = _mm512_permutexvar_epi32(pick_halves(2 * p, 2 * p + 1), sw);
@@ -81,8 +75,6 @@ struct unpack_m {
         const __m128i m = _mm_set1_epi8(0x0f);
         const __m128i a = _mm_and_si128(qh, m), b = _mm_and_si128(_mm_srli_epi16(qh, 4), m);
         const __m256i nib = _mm256_set_m128i(_mm_unpackhi_epi8(a, b), _mm_unpacklo_epi8(a, b));
-        alignas(64) std::uint16_t idx[32];
-        store_indices(x.qs, _mm512_cvtepu8_epi16(_mm256_and_si256(nib, _mm256_set1_epi8(7))), idx);
         const std::uint32_t minus = _cvtmask32_u32(_mm256_test_epi8_mask(nib, _mm256_set1_epi8(8)));
         // Sixteen 3-bit scales, four per word at bits 0..11; the f16 super-scale in the words' top nibbles.
         std::uint16_t sc[4];
@@ -101,7 +93,11 @@ struct unpack_m {
                                     _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
                                     _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
         for (int p = 0; p < 4; ++p) {
-            set_pair(w, p, grid_rows(idx, p), _cvtu32_mask8((minus >> (8 * p)) & 0xff));
+            std::uint16_t h[2];
+            std::memcpy(h, x.qh + 4 * p, 4);
+            const __m512i rows = join(grid_rows4(indices4(x.qs + 8 * p, h[0], 0x0f000f000f000f00ull)),
+                                      grid_rows4(indices4(x.qs + 8 * p + 4, h[1], 0x0f000f000f000f00ull)));
+            set_pair(w, p, rows, _cvtu32_mask8((minus >> (8 * p)) & 0xff));
             w.scale[p] = _mm512_permutexvar_epi32(quarter[p], sw);
         }
         const auto d = static_cast<std::uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |

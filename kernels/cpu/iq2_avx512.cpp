@@ -47,18 +47,14 @@ inline __m512i scale16_words(const std::uint8_t* scales) {
     return _mm512_or_si512(s, _mm512_slli_epi32(s, 16));
 }
 
-// The 32 grid rows of a super-block loaded one by one (the indices stored first): for the larger grids this costs
-// less than a register lookup of their codes and the expansion of the planes.
-inline void load_rows(const std::uint64_t* grid, __m512i indices, __m512i* mag) {
-    alignas(64) std::uint16_t idx[32];
-    _mm512_store_si512(idx, indices);
-    for (int p = 0; p < 4; ++p) {
-        const std::uint16_t* i = idx + 8 * p;
-        mag[p] = _mm512_set_epi64(static_cast<long long>(grid[i[7]]), static_cast<long long>(grid[i[6]]),
-                                  static_cast<long long>(grid[i[5]]), static_cast<long long>(grid[i[4]]),
-                                  static_cast<long long>(grid[i[3]]), static_cast<long long>(grid[i[2]]),
-                                  static_cast<long long>(grid[i[1]]), static_cast<long long>(grid[i[0]]));
-    }
+// Four IQ2_S grid rows: the 10-bit indices' low bytes from `qs` (4 bytes), their two high bits each from `qh`.
+inline __m256i s_rows4(const std::uint8_t* qs, std::uint64_t qh) {
+    std::uint32_t q;
+    std::memcpy(&q, qs, 4);
+    const std::uint64_t i = _pdep_u64(q, 0x00ff00ff00ff00ffull) | _pdep_u64(qh, 0x0300030003000300ull);
+    return _mm256_set_epi64x(
+        static_cast<long long>(iq2s_grid[i >> 48]), static_cast<long long>(iq2s_grid[(i >> 32) & 0xffff]),
+        static_cast<long long>(iq2s_grid[(i >> 16) & 0xffff]), static_cast<long long>(iq2s_grid[i & 0xffff]));
 }
 
 // The per-16 scales of IQ2_XS / IQ2_S into the four pairs.
@@ -95,7 +91,6 @@ struct unpack_xs {
     void operator()(const block_iq2_xs& x, iq_weights& w) const {
         // Group k is one word: a 9-bit grid index and a 7-bit sign index whose eighth bit is the parity.
         const __m512i q = _mm512_loadu_si512(x.qs);
-        const __m512i indices = _mm512_and_si512(q, _mm512_set1_epi16(511));
         // The 32 sign indices as bytes; the eighth sign bit is the parity of the two nibbles' parities (a shuffle
         // each).
         const __m256i s7 = _mm256_and_si256(_mm256_srli_epi16(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 8)), 1),
@@ -110,7 +105,16 @@ struct unpack_xs {
         for (int p = 0; p < 4; ++p) {
             w.sign[p] = signs[p];
         }
-        load_rows(iq2xs_grid, indices, w.mag);
+        // The rows from the 9-bit indices read straight from memory: indices taken out of the vector register would
+        // cost a shuffle each (GCC's vpextrw), on the units the row inserts need.
+        for (int p = 0; p < 4; ++p) {
+            const std::uint16_t* i = x.qs + 8 * p;
+            w.mag[p] = _mm512_set_epi64(
+                static_cast<long long>(iq2xs_grid[i[7] & 511]), static_cast<long long>(iq2xs_grid[i[6] & 511]),
+                static_cast<long long>(iq2xs_grid[i[5] & 511]), static_cast<long long>(iq2xs_grid[i[4] & 511]),
+                static_cast<long long>(iq2xs_grid[i[3] & 511]), static_cast<long long>(iq2xs_grid[i[2] & 511]),
+                static_cast<long long>(iq2xs_grid[i[1] & 511]), static_cast<long long>(iq2xs_grid[i[0] & 511]));
+        }
         set_scales16(t, x.scales, w);
         w.factor = 0.125f * half(x.d);
     }
@@ -121,18 +125,12 @@ struct unpack_s {
     const iq2_tables& t = tables();
     void operator()(const block_iq2_s& x, iq_weights& w) const {
         // 10-bit indices: low bytes in qs[0..31], two high bits per group in qh; sign bytes in qs[32..63].
-        const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.qh));
-        const __m256i spread = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(qh),
-                                                   _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4,
-                                                                    4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
-        const __m512i shift =
-            _mm512_set4_epi64(0x0006000400020000, 0x0006000400020000, 0x0006000400020000, 0x0006000400020000);
-        const __m512i high =
-            _mm512_and_si512(_mm512_srlv_epi16(_mm512_cvtepu8_epi16(spread), shift), _mm512_set1_epi16(3));
-        const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)));
-        const __m512i indices = _mm512_or_si512(low, _mm512_slli_epi16(high, 8));
+        // Four indices per qh byte, formed in general registers (BMI2 pdep): taking indices out of a vector register
+        // costs a shuffle each (GCC's vpextrw), on the units the row inserts need.
+        for (int p = 0; p < 4; ++p) {
+            w.mag[p] = join(s_rows4(x.qs + 8 * p, x.qh[2 * p]), s_rows4(x.qs + 8 * p + 4, x.qh[2 * p + 1]));
+        }
         std::memcpy(w.sign, x.qs + 32, 32);
-        load_rows(iq2s_grid, indices, w.mag);
         set_scales16(t, x.scales, w);
         w.factor = 0.125f * half(x.d);
     }

@@ -8,7 +8,8 @@
 // as a 16-bit code (`iq_codes`), and 32 rows are looked up at once from the code table with word permutes (64 rows
 // per two-register permute), then expanded to bytes: IQ2_XXS rows through bit-plane masks and byte blends, IQ3 rows
 // with a shift and a 16-entry byte shuffle. The larger grids (IQ2_XS, IQ2_S, IQ1: 512-2048 rows of 8) are loaded row
-// by row, which measured faster than 8 or more permutes per 32 rows.
+// by row, which measured faster than 8 or more permutes per 32 rows (and than gathers); the IQ1 and IQ2 indices
+// are formed in general registers, since GCC takes indices out of a vector register with one shuffle each.
 #pragma once
 
 #include "kernels/cpu/blocks.hpp"
@@ -208,6 +209,8 @@ float dot_iq(std::size_t n, const void* w, const void* act, const Unpack& unpack
     for (; b + 4 <= nb; b += 4) {
         __m512i lanes[4];
         float factor[4];
+        // Unrolled, so the four super-blocks' unpacking and products interleave (GCC keeps the loop otherwise).
+#pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             unpack(x[b + k], qw);
             lanes[k] = block_lanes<Unpack::uses_bsums>(qw, y[b + k]);
