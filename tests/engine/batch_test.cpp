@@ -29,6 +29,7 @@ namespace {
 
 using kernels::quant_type;
 using test::load_model;
+using test::random_tokens;
 using test::run_sync;
 using test::tiny_model;
 
@@ -67,15 +68,6 @@ TEST(plan_step, more_decodes_than_the_budget_wait_their_turn_in_order) {
 }
 
 // One forward step for several sequences ----------------------------------------------------------------
-
-std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> ids(n);
-    for (auto& id : ids) {
-        id = static_cast<std::int32_t>(rng() % 512u);
-    }
-    return ids;
-}
 
 struct arch_case {
     std::string arch;

@@ -23,17 +23,9 @@ namespace {
 
 using kernels::quant_type;
 using test::load_model;
+using test::random_tokens;
 using test::run_sync;
 using test::tiny_model;
-
-std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed, std::int32_t n_vocab = 512) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> ids(n);
-    for (auto& id : ids) {
-        id = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(n_vocab));
-    }
-    return ids;
-}
 
 std::vector<float> evaluate(const std::shared_ptr<model>& m, std::span<const std::int32_t> tokens, bool one_by_one) {
     session s(m);

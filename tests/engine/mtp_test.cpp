@@ -24,6 +24,7 @@ namespace sluice {
 namespace {
 
 using kernels::quant_type;
+using test::random_tokens;
 using test::run_sync;
 
 std::filesystem::path glm_path() {
@@ -50,15 +51,6 @@ std::shared_ptr<model> load(const std::filesystem::path& path, bool mtp, std::ui
         throw std::runtime_error(m.error().message);
     }
     return *m;
-}
-
-std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> ids(n);
-    for (auto& id : ids) {
-        id = static_cast<std::int32_t>(rng() % 512u);
-    }
-    return ids;
 }
 
 generate_request greedy(std::vector<std::int32_t> prompt, std::uint32_t n, std::optional<speculative_mode> mode,

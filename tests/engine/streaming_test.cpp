@@ -26,17 +26,9 @@ namespace sluice {
 namespace {
 
 using kernels::quant_type;
+using test::random_tokens;
 using test::run_sync;
 using test::tiny_model;
-
-std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> ids(n);
-    for (auto& id : ids) {
-        id = static_cast<std::int32_t>(rng() % 512u);
-    }
-    return ids;
-}
 
 model_options base_options(std::uint32_t n_batch) {
     model_options o;

@@ -6,6 +6,7 @@
 #include "runtime/mkmodel/tokenizer_keys.hpp"
 #include "tests/cli/scratch.hpp"
 
+#include <random>
 #include <stdexcept>
 
 namespace sluice::test {
@@ -128,6 +129,15 @@ generation_outcome run_generation(session& s, generate_request req) {
         o.summary = stream.summary();
         co_return o;
     });
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed, std::int32_t n_vocab) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> ids(n);
+    for (auto& id : ids) {
+        id = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(n_vocab));
+    }
+    return ids;
 }
 
 } // namespace sluice::test

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -48,5 +49,8 @@ generation_outcome run_generation(session& s, generate_request req);
 std::shared_ptr<model> load_model(const std::filesystem::path& path, std::uint32_t n_batch = 64,
                                   std::uint32_t n_ctx = 256, std::size_t n_threads = 2,
                                   kernels::quant_type kv_type = kernels::quant_type::f16);
+
+/// `n` token ids drawn uniformly from [0, n_vocab) by a generator seeded with `seed`.
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed, std::int32_t n_vocab = 512);
 
 } // namespace sluice::test
