@@ -64,6 +64,26 @@ TEST(matmul, batched_rows_and_tokens_equal_single_dots_exactly) {
     }
 }
 
+TEST(matmul, one_token_over_many_rows_equals_each_row_alone_exactly) {
+    // Several-row kernels (dot_rows) reduce rows in groups: 1, 15, 16, 17 and 40 rows cut those groups in every
+    // way, and 1 to 9 blocks per row run the main loop and each tail.
+    std::mt19937 rng(14);
+    for (isa_level isa : supported_isas()) {
+        for (quant_type type : test::all_formats()) {
+            for (std::size_t blocks : {1, 2, 3, 4, 5, 9}) {
+                for (std::size_t rows : {1, 15, 16, 17, 40}) {
+                    const auto p = make_problem(rng, type, rows, blocks, 1, isa);
+                    const auto ref = one_by_one(p, isa);
+                    std::vector<float> y(rows);
+                    matmul_prepared(type, p.w.data(), p.rb, 0, rows, p.cols, p.act.data(), 1, y.data(), rows, isa);
+                    ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * sizeof(float)), 0)
+                        << isa_name(isa) << " " << traits_of(type).name << " rows " << rows << " blocks " << blocks;
+                }
+            }
+        }
+    }
+}
+
 TEST(matmul, f16_and_bf16_prefill_over_long_rows_equals_single_dots_exactly) {
     // Long enough rows that the AVX-512 several-row kernel walks more than two column chunks (1024), plus a
     // 64-value remainder, a 16-value remainder and a scalar tail (2600 = 2 * 1024 + 8 * 64 + 2 * 16 + 8).
