@@ -3,6 +3,7 @@
 // a verification of k drafted tokens can be set against a one-token decode step. Medians of many passes.
 // Usage: pass_bench MODEL.gguf [threads=2] [passes=400] [positions...=1 2 3 4 5 8]
 #include "bench/bench_main.hpp"
+#include "runtime/compute/team.hpp"
 #include "runtime/engine/model.hpp"
 #include "runtime/models/forward.hpp"
 
@@ -63,6 +64,9 @@ int main(int argc, char** argv) {
     }
     constexpr std::uint32_t prompt = 32;
     std::vector<std::vector<double>> us(positions.size());
+    std::vector<double> empty_us;
+    // Barrier waits in one pass of a decoder MoE layer stack (attention 7, routing 4, experts 5, output 1).
+    const std::uint32_t barriers = 16 * m->hparams().n_layer + 2;
     auto r = bench::run<result<void>>([&]() -> boost::asio::awaitable<result<void>> {
         models::kv_cache cache(models::cache_layout_of(m->arch(), m->hparams()), 256, kernels::quant_type::f16, 64);
         models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), m->experts(), 64);
@@ -87,6 +91,19 @@ int main(int argc, char** argv) {
                 }
             }
         }
+        // The fixed part of a pass: team jobs doing nothing but the barrier waits of one pass.
+        for (std::uint64_t i = 0; i < *passes + 20; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            co_await runtime::run_team(m->pool(), [&](std::size_t, std::size_t, runtime::team_barrier& b) {
+                for (std::uint32_t w = 0; w < barriers; ++w) {
+                    b.wait();
+                }
+            });
+            const auto t1 = std::chrono::steady_clock::now();
+            if (i >= 20) {
+                empty_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+            }
+        }
         co_return result<void>{};
     });
     if (!r) {
@@ -100,5 +117,6 @@ int main(int argc, char** argv) {
         const double med = median(us[j]);
         std::printf("%9u %10.1f %9.2fx %12.1f\n", positions[j], med, one > 0 ? med / one : 0.0, med / positions[j]);
     }
+    std::printf("an empty team job with %u barrier waits (a pass's fixed part): %.1f us\n", barriers, median(empty_us));
     return 0;
 }
