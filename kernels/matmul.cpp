@@ -35,6 +35,11 @@ const format_kernels& kernels_for(quant_type type, isa_level isa) {
     return *k;
 }
 
+// How many of `rest` tokens (left after the groups of four) go to the format's dot_few kernel: 2 or 3, else 0.
+std::size_t few_tokens(const format_kernels& k, std::size_t rest) {
+    return k.dot_few != nullptr && rest >= 2 && rest <= 3 ? rest : 0;
+}
+
 std::size_t tile_rows(std::size_t w_row_bytes) {
     return std::max<std::size_t>(1, tile_bytes / std::max<std::size_t>(1, w_row_bytes));
 }
@@ -147,6 +152,8 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
     }
     // Tokens in groups of four share each weight block's unpacking where the format has a dot4 kernel.
     const std::size_t grouped = k.dot4 != nullptr ? n_tokens / 4 * 4 : 0;
+    // Two or three tokens left over share it too where the format has a dot_few kernel.
+    const std::size_t few = few_tokens(k, n_tokens - grouped);
     // A several-row kernel walks 16 rows per column chunk, so its tile holds at least that many.
     const std::size_t tile = std::max<std::size_t>(tile_rows(w_row_bytes), k.dot4_rows != nullptr ? 16 : 1);
     for (std::size_t r0 = row_begin; r0 < row_end; r0 += tile) {
@@ -165,7 +172,16 @@ void matmul_prepared(quant_type type, const void* w, std::size_t w_row_bytes, st
                 }
             }
         }
-        for (std::size_t t = grouped; t < n_tokens; ++t) {
+        if (few > 0) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                float out[4];
+                k.dot_few(cols, wb + r * w_row_bytes, ab + grouped * act_stride, act_stride, few, out);
+                for (std::size_t j = 0; j < few; ++j) {
+                    y[(grouped + j) * y_stride + r] = out[j];
+                }
+            }
+        }
+        for (std::size_t t = grouped + few; t < n_tokens; ++t) {
             dot_range(k, cols, wb, w_row_bytes, r0, r1, ab + t * act_stride, y + t * y_stride);
         }
     }
@@ -214,9 +230,10 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
         // Tokens of this expert in groups of four share each weight block's unpacking (dot4 wants their
         // activation rows side by side, so they are gathered first).
         const std::size_t grouped = k.dot4 != nullptr ? (g1 - g0) / 4 * 4 : 0;
-        if (grouped) {
-            gathered.resize(grouped * act_stride);
-            for (std::size_t i = 0; i < grouped; ++i) {
+        const std::size_t few = few_tokens(k, g1 - g0 - grouped); // 2 or 3 left: one dot_few call per row
+        if (grouped + few > 0) {
+            gathered.resize((grouped + few) * act_stride);
+            for (std::size_t i = 0; i < grouped + few; ++i) {
                 std::copy_n(ab + static_cast<std::size_t>(sel_token[order[g0 + i]]) * act_stride, act_stride,
                             gathered.data() + i * act_stride);
             }
@@ -243,7 +260,16 @@ void matmul_experts(quant_type type, const void* const* expert_weights, std::siz
                     }
                 }
             }
-            for (std::size_t i = g0 + grouped; i < g1; ++i) {
+            if (few > 0) {
+                for (std::size_t r = r0; r < r1; ++r) {
+                    float out[4];
+                    k.dot_few(cols, wb + r * w_row_bytes, gathered.data() + grouped * act_stride, act_stride, few, out);
+                    for (std::size_t j = 0; j < few; ++j) {
+                        y[out_row(order[g0 + grouped + j]) * y_stride + r] = out[j];
+                    }
+                }
+            }
+            for (std::size_t i = g0 + grouped + few; i < g1; ++i) {
                 const std::size_t s = order[i];
                 const std::uint8_t* a = ab + static_cast<std::size_t>(sel_token[s]) * act_stride;
                 dot_range(k, cols, wb, w_row_bytes, r0, r1, a, y + out_row(s) * y_stride);

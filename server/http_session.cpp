@@ -85,8 +85,8 @@ http_response metrics_response(const http_request& req, const server_state& st) 
                            get(spec.verify_tokens),       get(spec.verify_expert_reads), get(spec.plain_tokens),
                            get(spec.plain_expert_reads)};
         const auto b = st.loaded->batch()->counters();
-        now.batch = {b.steps, b.tokens, b.sequence_rows, b.prefill_steps, b.prefill_tokens,
-                     b.step_s,  b.expert_wait_s, b.gather_s};
+        now.batch = {b.steps,         b.tokens,   b.sequence_rows,   b.prefill_steps,  b.prefill_tokens,       b.step_s,
+                     b.expert_wait_s, b.gather_s, b.prefill_queue_s, b.prefill_step_s, b.prefill_expert_wait_s};
     }
     http_response res{http::status::ok, req.version()};
     res.set(http::field::server, "sluice");

@@ -169,6 +169,15 @@ void render_batch(std::string& out, const server_metrics::sampled& now) {
     header(out, "sluice_batch_gather_seconds_total", "counter",
            "Seconds the batch engine waited before a step for the sequences of the last step to queue again.");
     out += "sluice_batch_gather_seconds_total " + number(c.gather_s) + "\n";
+    header(out, "sluice_batch_prefill_queue_seconds_total", "counter",
+           "Summed over the prompts of prefill steps: seconds from queueing to the start of their step.");
+    out += "sluice_batch_prefill_queue_seconds_total " + number(c.prefill_queue_s) + "\n";
+    header(out, "sluice_batch_prefill_step_seconds_total", "counter",
+           "Seconds the batch engine spent in prefill steps.");
+    out += "sluice_batch_prefill_step_seconds_total " + number(c.prefill_step_s) + "\n";
+    header(out, "sluice_batch_prefill_expert_wait_seconds_total", "counter",
+           "Of the prefill steps' seconds, those stalled waiting for expert reads.");
+    out += "sluice_batch_prefill_expert_wait_seconds_total " + number(c.prefill_expert_wait_s) + "\n";
 }
 
 std::mutex statuses_mutex;

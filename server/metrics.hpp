@@ -68,6 +68,7 @@ public:
         struct batch_counts {
             std::uint64_t steps = 0, tokens = 0, sequence_rows = 0, prefill_steps = 0, prefill_tokens = 0;
             double step_s = 0, expert_wait_s = 0, gather_s = 0;
+            double prefill_queue_s = 0, prefill_step_s = 0, prefill_expert_wait_s = 0;
         } batch;
     };
     /// The whole exposition text.

@@ -134,23 +134,53 @@ if (!ttft) {
     console.log(JSON.stringify(report));
     process.exit(0);
 }
+// Where one short request's first token waited (sluice's /metrics around it): its prefill steps, the time from its
+// arrival to their start (waiting for the step in progress to reach a layer boundary), their own time and their
+// expert waits, and what the disk read meanwhile (its reads and the decoders' together).
+async function shortRequest() {
+    const before = await counters();
+    const r = await stream('What is 2 + 2?', 2);
+    const after = await counters();
+    const d = (k) => (after[k] ?? 0) - (before[k] ?? 0);
+    return { ttft_ms: r.ttft, prefill_steps: d('sluice_batch_prefill_steps_total'),
+             prefill_tokens: d('sluice_batch_prefill_tokens_total'),
+             prefill_queue_ms: 1000 * d('sluice_batch_prefill_queue_seconds_total'),
+             prefill_step_ms: 1000 * d('sluice_batch_prefill_step_seconds_total'),
+             prefill_expert_wait_ms: 1000 * d('sluice_batch_prefill_expert_wait_seconds_total'),
+             steps: d('sluice_batch_steps_total'), misses: d('sluice_expert_cache_misses_total'),
+             read_mb: d('sluice_disk_read_bytes_total') / 1e6 };
+}
+function describe(x) {
+    return `${x.ttft_ms.toFixed(0)} ms: ${x.prefill_steps} prefill steps of ${x.prefill_tokens} tokens, queued ` +
+           `${x.prefill_queue_ms.toFixed(0)} ms, ran ${x.prefill_step_ms.toFixed(0)} ms (${x.prefill_expert_wait_ms.toFixed(0)} ` +
+           `waiting for experts); meanwhile ${x.steps} steps, ${x.misses} misses, ${x.read_mb.toFixed(0)} MB read`;
+}
+
 // Time to first token of a short request: idle, then while `longCount` long streams decode.
 const idle = [];
+const idleDetail = [];
 for (let r = 0; r < 3; ++r) {
-    idle.push((await stream('What is 2 + 2?', 2)).ttft);
+    const x = await shortRequest();
+    idle.push(x.ttft_ms);
+    idleDetail.push(x);
+    console.error(`  idle short request ${describe(x)}`);
 }
 const controller = new AbortController();
 const longs = Array.from({ length: longCount }, (_, i) => stream(prompts[i % prompts.length], longTokens,
                                                                   controller.signal).catch(() => null));
 await new Promise((r) => setTimeout(r, 1500)); // the long ones are past their prefill and decoding
 const loaded = [];
+const loadedDetail = [];
 for (let r = 0; r < 3; ++r) {
-    loaded.push((await stream('What is 2 + 2?', 2)).ttft);
+    const x = await shortRequest();
+    loaded.push(x.ttft_ms);
+    loadedDetail.push(x);
+    console.error(`  loaded short request ${describe(x)}`);
 }
 controller.abort();
 await Promise.all(longs);
 report.ttft = { idle_ms: median(idle), under_load_ms: median(loaded), long_streams: longCount,
-                ratio: median(loaded) / median(idle) };
+                ratio: median(loaded) / median(idle), idle_requests: idleDetail, loaded_requests: loadedDetail };
 console.error(`time to first token: idle ${report.ttft.idle_ms.toFixed(1)} ms, beside ${longCount} decoding ` +
               `${report.ttft.under_load_ms.toFixed(1)} ms (x${report.ttft.ratio.toFixed(2)})`);
 console.log(JSON.stringify(report));

@@ -27,6 +27,10 @@ using dot4_rows_fn = void (*)(std::size_t n, const void* w, std::size_t w_stride
 /// call instead of once per row (decode).
 using dot_rows_fn = void (*)(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act,
                              float* out);
+/// dot4 for 2 or 3 prepared activation rows (`n_tokens`), bit-identical to dot for each: the few tokens of an expert
+/// in a step of several sequences share each weight block's unpacking as a group of four does.
+using dot_few_fn = void (*)(std::size_t n, const void* w, const void* act, std::size_t act_stride, std::size_t n_tokens,
+                            float* out);
 /// Quantizes `n` floats (a multiple of the activation block) into prepared activation blocks.
 using prepare_fn = void (*)(const float* src, void* dst, std::size_t n);
 
@@ -37,6 +41,7 @@ struct format_kernels {
     dot4_fn dot4 = nullptr;           ///< optional multi-token kernel for prefill
     dot4_rows_fn dot4_rows = nullptr; ///< optional several-row form of dot4 (needs dot4)
     dot_rows_fn dot_rows = nullptr;   ///< optional several-row form of dot (one token)
+    dot_few_fn dot_few = nullptr;     ///< optional 2- and 3-token kernel (needs dot4)
 };
 
 /// Per-ISA tables; a null result means the format has no kernels at that level.

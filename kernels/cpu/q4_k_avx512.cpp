@@ -63,25 +63,29 @@ float dot_q4_k(std::size_t n, const void* w, const void* act) {
     return sum;
 }
 
-void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+namespace {
+
+// T tokens (2 to 4) against one weight row: the weight side (scale words, both blocks' nibbles) is unpacked once
+// per block pair for all of them; each token's sum takes the single-token kernel's steps in its order.
+template <int T>
+void dot_tokens_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
     const auto* x = static_cast<const block_q4_k*>(w);
-    const block_q8_k* y[4];
-    for (int t = 0; t < 4; ++t) {
+    const block_q8_k* y[T];
+    for (int t = 0; t < T; ++t) {
         y[t] = reinterpret_cast<const block_q8_k*>(static_cast<const std::uint8_t*>(act) + t * act_stride);
     }
     const std::size_t nb = n / qk_k;
     const pair_indices ix;
-    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float sum[T] = {};
     for (std::size_t b = 0; b < nb; b += 2) {
         const bool pair = b + 1 < nb;
         const std::size_t b1 = pair ? b + 1 : b;
-        // Weight side once for the four tokens: scale words and the nibble values of both blocks.
         const __m512i words = pair_words(x[b], x[b1]);
         const __m512i q0[4] = {nibble_chunk(x[b].qs, 0), nibble_chunk(x[b].qs, 1), nibble_chunk(x[b].qs, 2),
                                nibble_chunk(x[b].qs, 3)};
         const __m512i q1[4] = {nibble_chunk(x[b1].qs, 0), nibble_chunk(x[b1].qs, 1), nibble_chunk(x[b1].qs, 2),
                                nibble_chunk(x[b1].qs, 3)};
-        for (int t = 0; t < 4; ++t) {
+        for (int t = 0; t < T; ++t) {
             const block_q8_k* yt = y[t];
             const __m512i mins = pair_mins(words, ix, bsums(yt[b]), bsums(yt[b1]));
             const __m512i s0 = block_sumi(q0, words, ix.idx, yt[b].qs);
@@ -94,8 +98,23 @@ void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_st
             }
         }
     }
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < T; ++t) {
         out[t] = sum[t];
+    }
+}
+
+} // namespace
+
+void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out) {
+    dot_tokens_q4_k<4>(n, w, act, act_stride, out);
+}
+
+void dot_few_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, std::size_t n_tokens,
+                  float* out) {
+    if (n_tokens == 3) {
+        dot_tokens_q4_k<3>(n, w, act, act_stride, out);
+    } else {
+        dot_tokens_q4_k<2>(n, w, act, act_stride, out);
     }
 }
 

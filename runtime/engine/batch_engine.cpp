@@ -112,8 +112,7 @@ void batch_engine::finish(request& r, result<void> outcome) {
 }
 
 asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std::span<const std::int32_t> tokens,
-                                                    models::logits_mode mode, std::vector<float>& logits,
-                                                    bool prompt) {
+                                                    models::logits_mode mode, std::vector<float>& logits, bool prompt) {
     if (auto ok = runner_.check(cache, tokens); !ok) {
         co_return ok;
     }
@@ -126,6 +125,7 @@ asio::awaitable<result<void>> batch_engine::forward(models::kv_cache& cache, std
     req.mode = mode;
     req.logits = &logits;
     req.prompt = prompt;
+    req.queued = std::chrono::steady_clock::now();
     {
         const std::lock_guard lock(mu_);
         std::erase(away_, &cache);
@@ -194,7 +194,9 @@ bool batch_engine::fits_prefill_step(const request& r) const noexcept {
            r.tokens.size() <= std::max<std::uint32_t>(r.cache->max_append(), 1);
 }
 
-bool batch_engine::wanted() const noexcept { return prefill_waiting_.load(std::memory_order_acquire); }
+bool batch_engine::wanted() const noexcept {
+    return prefill_waiting_.load(std::memory_order_acquire);
+}
 
 asio::awaitable<void> batch_engine::run() {
     std::vector<request*> chosen;
@@ -225,12 +227,19 @@ asio::awaitable<void> batch_engine::run() {
         co_return;
     }
     result<void> outcome;
+    const auto start = std::chrono::steady_clock::now();
+    const double waited_before = prefill_runner_.expert_wait_seconds();
     try {
         outcome = co_await prefill_runner_.forward_step(steps, steps.size() > 1 ? prediction_limit_ : 0);
     } catch (const std::exception& e) {
         outcome = make_error(std::errc::io_error, std::string("prefill step: ") + e.what());
     }
     const std::lock_guard lock(mu_);
+    counters_.prefill_step_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    counters_.prefill_expert_wait_s += prefill_runner_.expert_wait_seconds() - waited_before;
+    for (const auto* r : chosen) {
+        counters_.prefill_queue_s += std::chrono::duration<double>(start - r->queued).count();
+    }
     if (outcome) {
         ++counters_.prefill_steps;
     }
@@ -264,8 +273,8 @@ asio::awaitable<void> batch_engine::run_steps(std::shared_ptr<batch_engine> self
         // Let the sequences woken by the last step queue their next token before this step is planned: they run on
         // this executor (sampling, a socket write) and come back within a few rounds of it, unless they ended.
         const auto gather_start = std::chrono::steady_clock::now();
-        const auto deadline = gather_start + std::max<std::chrono::steady_clock::duration>(
-                                                 gather_wait, last_step / gather_share_of_step);
+        const auto deadline =
+            gather_start + std::max<std::chrono::steady_clock::duration>(gather_wait, last_step / gather_share_of_step);
         while (true) {
             co_await asio::post(executor, asio::use_awaitable);
             if (expected.empty() || std::chrono::steady_clock::now() >= deadline) {

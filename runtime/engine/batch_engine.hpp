@@ -12,6 +12,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -49,15 +50,18 @@ struct shared_sequence {
 
 /// Counters of a batch engine.
 struct batch_engine_counters {
-    std::uint64_t steps = 0;         ///< forward passes run
-    std::uint64_t tokens = 0;        ///< tokens they ran
-    std::uint64_t sequence_rows = 0; ///< sum over steps of the sequences in the step
-    std::uint32_t widest_step = 0;   ///< the most sequences one step held
-    double step_s = 0;               ///< seconds in forward passes (expert waits included)
-    double expert_wait_s = 0;        ///< of those, seconds stalled on expert reads
-    double gather_s = 0;             ///< seconds waiting before a step for the last step's sequences to come back
-    std::uint64_t prefill_steps = 0; ///< side steps: new prompts run between two layers of a step in progress
+    std::uint64_t steps = 0;          ///< forward passes run
+    std::uint64_t tokens = 0;         ///< tokens they ran
+    std::uint64_t sequence_rows = 0;  ///< sum over steps of the sequences in the step
+    std::uint32_t widest_step = 0;    ///< the most sequences one step held
+    double step_s = 0;                ///< seconds in forward passes (expert waits included)
+    double expert_wait_s = 0;         ///< of those, seconds stalled on expert reads
+    double gather_s = 0;              ///< seconds waiting before a step for the last step's sequences to come back
+    std::uint64_t prefill_steps = 0;  ///< side steps: new prompts run between two layers of a step in progress
     std::uint64_t prefill_tokens = 0; ///< tokens they ran (also in `tokens`)
+    double prefill_queue_s = 0;       ///< summed over their prompts: seconds from forward() to their step's start
+    double prefill_step_s = 0;        ///< seconds in prefill steps (one run between two layers is in step_s too)
+    double prefill_expert_wait_s = 0; ///< of those, seconds stalled on expert reads
 };
 
 /// The most tokens of new prompts that run as a prefill step of their own (batch_engine): a prompt that fits runs
@@ -115,11 +119,12 @@ private:
         std::span<const std::int32_t> tokens;
         models::logits_mode mode = models::logits_mode::last;
         std::vector<float>* logits = nullptr;
-        std::size_t done = 0;   ///< tokens run
-        bool prompt = false;    ///< a new request's prompt (see forward)
-        bool in_step = false;   ///< the step in progress uses its cache and logits
-        bool cancelled = false; ///< leave at the next step boundary
-        bool finished = false;  ///< out of the queue; `outcome` is final
+        std::chrono::steady_clock::time_point queued; ///< when forward() queued it
+        std::size_t done = 0;                         ///< tokens run
+        bool prompt = false;                          ///< a new request's prompt (see forward)
+        bool in_step = false;                         ///< the step in progress uses its cache and logits
+        bool cancelled = false;                       ///< leave at the next step boundary
+        bool finished = false;                        ///< out of the queue; `outcome` is final
         result<void> outcome;
         async_event done_event;
     };
@@ -148,9 +153,9 @@ private:
     mutable std::mutex mu_;
     std::deque<request*> queue_;
     std::vector<const shared_sequence*> published_;
-    std::vector<request*> in_step_; ///< the requests of the step in progress
+    std::vector<request*> in_step_;             ///< the requests of the step in progress
     std::vector<const models::kv_cache*> away_; ///< sequences that will not be back soon (step_away)
-    std::uint64_t step_id_ = 0;     ///< counts steps started
+    std::uint64_t step_id_ = 0;                 ///< counts steps started
     bool running_ = false;
     boost::asio::any_io_executor executor_;        ///< where the steps run (while running_)
     boost::asio::cancellation_signal step_cancel_; ///< bound to the step loop; emitted on its executor only

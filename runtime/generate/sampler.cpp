@@ -1,6 +1,8 @@
 // Token sampler: penalties, greedy and the filtered, seeded draw (sampler.hpp gives the order of the steps).
 #include "runtime/generate/sampler.hpp"
 
+#include "kernels/logits.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -28,34 +30,24 @@ bool in_closed(float v, float lo, float hi) {
 
 /// Index of the largest value (NaN never wins; ties go to the lowest index) and whether any value is > -inf.
 std::size_t argmax(const float* l, std::size_t n, bool& found) {
-    std::size_t best = 0;
-    float best_value = neg_inf;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (l[i] > best_value) {
-            best_value = l[i];
-            best = i;
-        }
-    }
-    found = best_value > neg_inf;
-    return best;
+    return kernels::first_argmax(l, n, found);
 }
 
 /// log softmax of the raw logits, NaN counted as -inf; +inf logits share all the mass equally.
 class raw_log_softmax {
 public:
+    // Two vectorised passes (kernels/logits.hpp): the maximum, then the sum of exponentials, each term in float and
+    // the sum in double (within 1e-6 relative of a double exp per token, which took about 1 ms at 150k tokens).
     explicit raw_log_softmax(std::span<const float> l) {
-        bool found = false;
-        max_ = l[argmax(l.data(), l.size(), found)];
-        if (!found)
+        const float top = kernels::max_value(l.data(), l.size());
+        max_ = top;
+        if (!(top > neg_inf))
             return;
-        double sum = 0.0;
-        for (const float v : l) {
-            if (max_ == pos_inf)
-                sum += v == pos_inf ? 1.0 : 0.0;
-            else if (v > neg_inf)
-                sum += std::exp(static_cast<double>(v) - max_);
+        if (top == pos_inf) {
+            log_sum_ = std::log(static_cast<double>(std::count(l.begin(), l.end(), pos_inf)));
+            return;
         }
-        log_sum_ = std::log(sum);
+        log_sum_ = std::log(kernels::sum_exp(l.data(), l.size(), top));
     }
 
     float operator()(float v) const {
@@ -230,8 +222,8 @@ sampled_token sampler::sample_detailed(std::span<const float> logits, std::size_
     return sample_detailed(logits, logits, n_top, top); // nothing masked: draw from the raw logits
 }
 
-sampled_token sampler::sample_detailed(std::span<const float> masked, std::span<const float> raw,
-                                       std::size_t n_top, std::vector<token_logprob>& top) {
+sampled_token sampler::sample_detailed(std::span<const float> masked, std::span<const float> raw, std::size_t n_top,
+                                       std::vector<token_logprob>& top) {
     assert(masked.size() == raw.size());
     sampled_token out;
     out.token = choose(masked, out.probability);

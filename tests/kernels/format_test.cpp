@@ -89,26 +89,29 @@ TEST(formats, simd_dot_matches_scalar_on_random_shapes) {
 
 TEST(formats, four_token_kernels_equal_single_token_dots_exactly) {
     // Rows from one block to past several four-block steps with 0..3 trailing blocks, so that the main loop
-    // and the tail of each dot4 kernel run; five tokens are one group of four plus one single-token dot.
+    // and the tail of each dot4 kernel run; 5, 6 and 7 tokens are one group of four plus one single-token dot, or
+    // plus two or three tokens (the dot_few kernel where a format has one).
     std::mt19937 rng(6);
-    const std::size_t rows = 3, tokens = 5;
+    const std::size_t rows = 3;
     for (isa_level isa : supported_isas()) {
         for (quant_type type : all_formats()) {
             for (std::size_t blocks : {1, 4, 5, 6, 7, 16, 19}) {
-                const std::size_t cols = test::cols_for(type, blocks);
-                const std::size_t rb = *row_bytes(type, cols), stride = prepared_row_bytes(type, cols);
-                const auto w = test::random_weights(rng, type, rows, cols);
-                const auto x = test::random_floats(rng, cols * tokens);
-                std::vector<std::uint8_t> act(stride * tokens);
-                prepare_activations(type, x.data(), cols, tokens, cols, act.data(), isa);
-                std::vector<float> got(rows * tokens), ref(rows * tokens);
-                matmul_prepared(type, w.data(), rb, 0, rows, cols, act.data(), tokens, got.data(), rows, isa);
-                for (std::size_t t = 0; t < tokens; ++t) {
-                    matmul_prepared(type, w.data(), rb, 0, rows, cols, act.data() + t * stride, 1,
-                                    ref.data() + t * rows, rows, isa);
+                for (std::size_t tokens : {2, 3, 5, 6, 7}) {
+                    const std::size_t cols = test::cols_for(type, blocks);
+                    const std::size_t rb = *row_bytes(type, cols), stride = prepared_row_bytes(type, cols);
+                    const auto w = test::random_weights(rng, type, rows, cols);
+                    const auto x = test::random_floats(rng, cols * tokens);
+                    std::vector<std::uint8_t> act(stride * tokens);
+                    prepare_activations(type, x.data(), cols, tokens, cols, act.data(), isa);
+                    std::vector<float> got(rows * tokens), ref(rows * tokens);
+                    matmul_prepared(type, w.data(), rb, 0, rows, cols, act.data(), tokens, got.data(), rows, isa);
+                    for (std::size_t t = 0; t < tokens; ++t) {
+                        matmul_prepared(type, w.data(), rb, 0, rows, cols, act.data() + t * stride, 1,
+                                        ref.data() + t * rows, rows, isa);
+                    }
+                    ASSERT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0)
+                        << isa_name(isa) << " " << traits_of(type).name << " cols " << cols << " tokens " << tokens;
                 }
-                ASSERT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0)
-                    << isa_name(isa) << " " << traits_of(type).name << " cols " << cols;
             }
         }
     }

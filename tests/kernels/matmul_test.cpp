@@ -127,8 +127,10 @@ TEST(matmul, expert_rows_equal_dense_products_of_selected_experts) {
     for (isa_level isa : supported_isas()) {
         for (quant_type type : {quant_type::q4_k, quant_type::q6_k, quant_type::q8_0, quant_type::f16,
                                 quant_type::mxfp4, quant_type::q2_k, quant_type::q3_k})
-            for (const auto& [n_experts, tokens] : {std::pair<std::size_t, std::size_t>{6, 5}, {3, 16}}) {
-                // {3, 16}: many tokens per expert, so the grouped (four-token) path runs too.
+            for (const auto& [n_experts, tokens] :
+                 {std::pair<std::size_t, std::size_t>{6, 5}, {3, 16}, {24, 8}, {12, 8}}) {
+                // {3, 16}: many tokens per expert, so the grouped (four-token) path runs too; {24, 8} and {12, 8}:
+                // a step of eight sequences, whose experts mostly get one to three tokens (the dot_few path).
                 const std::size_t rows = 21, k = 3;
                 const std::size_t cols = test::cols_for(type, 2);
                 std::vector<std::vector<std::uint8_t>> experts; // separate buffers on purpose

@@ -130,6 +130,12 @@ TEST(metrics, counters_move_by_what_completions_and_a_404_did) {
     EXPECT_GE(moved("sluice_batch_tokens_total"),
               moved("sluice_batch_prefill_tokens_total") + moved("sluice_batch_steps_total"));
     EXPECT_GT(moved("sluice_batch_step_seconds_total"), 0);
+    // Prefill steps took time, and the time before them and their expert waits are counted (never negative).
+    EXPECT_GT(moved("sluice_batch_prefill_step_seconds_total"), 0);
+    EXPECT_GE(moved("sluice_batch_prefill_queue_seconds_total"), 0);
+    EXPECT_GE(moved("sluice_batch_prefill_expert_wait_seconds_total"), 0);
+    EXPECT_LE(moved("sluice_batch_prefill_expert_wait_seconds_total"),
+              moved("sluice_batch_prefill_step_seconds_total"));
 }
 
 TEST(metrics, exposition_parses_and_histograms_are_cumulative_ending_with_inf) {
