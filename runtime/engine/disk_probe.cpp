@@ -52,7 +52,8 @@ probe_read_pattern(io::reader& reader, const gguf::model_files& files, const exp
         }
     }
     io::dma_buffer buffer(widest * layout.slot_bytes);
-    std::memset(buffer.data(), 0, buffer.size()); // faulted in before the clock starts, as the cache's pool is
+    buffer.advise_huge_pages();
+    buffer.populate();
     std::vector<io::read_request> requests;
     pattern_probe_result out;
     using clock = std::chrono::steady_clock;
