@@ -361,7 +361,8 @@ result<json::object> routing_json(const inspect_options& opts, const gguf::model
                                           {"bursts", probe->bursts},
                                           {"mean_burst_reads", probe->mean_burst_reads},
                                           {"mean_burst_ms", probe->mean_burst_ms},
-                                          {"bytes", probe->bytes}};
+                                          {"bytes", probe->bytes},
+                                          {"huge_page_share", probe->huge_page_share}};
     }
     if (opts.compute_tokens_per_s > 0) {
         o["tokens_per_s_estimate"] =

@@ -1,7 +1,9 @@
 // Allocation and ownership transfer for io::dma_buffer.
 #include "io/dma_buffer.hpp"
+#include "io/huge_pages.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <new>
 #include <utility>
 
@@ -53,6 +55,31 @@ void dma_buffer::populate() noexcept {
     for (std::size_t i = 0; i < size_; i += alignment) {
         reinterpret_cast<volatile std::byte*>(data_)[i] = std::byte{0};
     }
+}
+
+std::size_t huge_page_bytes(const void* data, std::size_t size) noexcept {
+    if (data == nullptr) {
+        return 0;
+    }
+    std::FILE* f = std::fopen("/proc/self/smaps", "re");
+    if (f == nullptr) {
+        return 0;
+    }
+    const auto lo = reinterpret_cast<std::uintptr_t>(data);
+    const auto hi = lo + size;
+    std::size_t total = 0;
+    bool inside = false; // the current mapping lies within the buffer
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        unsigned long start = 0, end = 0, kb = 0;
+        if (std::sscanf(line, "%lx-%lx ", &start, &end) == 2) { // a mapping's first line; field lines fail here
+            inside = start >= lo && end <= hi;
+        } else if (inside && std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1) {
+            total += static_cast<std::size_t>(kb) * 1024;
+        }
+    }
+    std::fclose(f);
+    return total;
 }
 
 void dma_buffer::release() noexcept {

@@ -8,7 +8,9 @@
 #      FIO_SECONDS (8), THREADS (0 = all), RESIDENT_BUDGET (a budget that holds the whole model, e.g. 20GiB:
 #      its decode speed is the compute bound; unset when the model does not fit in memory), PREFETCH (1; 0 = off),
 #      POLICY (lru; any stream_bench policy), ROUTING (a recording replayed instead of the file's router:
-#      docs/ROUTING.md).
+#      docs/ROUTING.md), FIO_OPTS (extra fio options, e.g. --fixedbufs: on the 2-vCPU VM of docs/PERFORMANCE.md fio
+#      reads 4 KiB-page buffers at about half the rate the cache gets into huge pages; registered buffers close most
+#      of the gap).
 # Prints one JSON line per budget from stream_bench (kept in $OUT_DIR, default .cache/bench/streaming), then a
 # Markdown table: budget, decode tok/s, disk bound tok/s (fio GB/s / bytes read per token), compute bound (the
 # resident decode, when RESIDENT_BUDGET is given), % of the lower bound, read GB/s
@@ -36,7 +38,7 @@ done
 
 fio_gbps() { # bs depth
     fio --name=randread --filename="$model" --readonly --ioengine=io_uring --direct=1 --rw=randread --bs="$1" \
-        --iodepth="$2" --runtime="$fio_seconds" --time_based --norandommap --randrepeat=0 --numjobs=1 \
+        --iodepth="$2" --runtime="$fio_seconds" --time_based --norandommap --randrepeat=0 --numjobs=1 ${FIO_OPTS:-} \
         --output-format=json | jq '.jobs[0].read.bw_bytes / 1e9'
 }
 

@@ -87,6 +87,7 @@ void dot_rows_q8_0(std::size_t n, const void* w, std::size_t w_stride, std::size
 void dot4_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 void dot_few_q4_k(std::size_t n, const void* w, const void* act, std::size_t act_stride, std::size_t n_tokens,
                   float* out);
+void dot_rows_q4_k(std::size_t n, const void* w, std::size_t w_stride, std::size_t n_rows, const void* act, float* out);
 float dot_q4_0(std::size_t n, const void* w, const void* act);
 void dot4_q4_0(std::size_t n, const void* w, const void* act, std::size_t act_stride, float* out);
 float dot_q4_1(std::size_t n, const void* w, const void* act);

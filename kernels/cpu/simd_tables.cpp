@@ -68,7 +68,7 @@ const format_kernels* avx512_format_kernels(quant_type type) noexcept {
     static constexpr format_kernels q8_0{act_format::q8_0, avx2::dequantize_q8_0, avx512::dot_q8_0, avx512::dot4_q8_0,
                                          avx512::dot4_rows_q8_0, avx512::dot_rows_q8_0};
     static constexpr format_kernels q4_k{act_format::q8_k, avx2::dequantize_q4_k, avx512::dot_q4_k,
-                                         avx512::dot4_q4_k, nullptr, nullptr, avx512::dot_few_q4_k};
+                                         avx512::dot4_q4_k, nullptr, avx512::dot_rows_q4_k, avx512::dot_few_q4_k};
     static constexpr format_kernels q6_k{act_format::q8_k, avx2::dequantize_q6_k, avx512::dot_q6_k, avx512::dot4_q6_k};
     static constexpr format_kernels q5_k{act_format::q8_k, avx2::dequantize_q5_k, avx512::dot_q5_k};
     static constexpr format_kernels q4_0{act_format::q8_0, avx2::dequantize_q4_0, avx512::dot_q4_0, avx512::dot4_q4_0};

@@ -2,6 +2,7 @@
 #include "runtime/engine/disk_probe.hpp"
 
 #include "io/dma_buffer.hpp"
+#include "io/huge_pages.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -52,7 +53,8 @@ probe_read_pattern(io::reader& reader, const gguf::model_files& files, const exp
         }
     }
     io::dma_buffer buffer(widest * layout.slot_bytes);
-    std::memset(buffer.data(), 0, buffer.size()); // faulted in before the clock starts, as the cache's pool is
+    buffer.advise_huge_pages();
+    buffer.populate();
     std::vector<io::read_request> requests;
     pattern_probe_result out;
     using clock = std::chrono::steady_clock;
@@ -92,6 +94,8 @@ probe_read_pattern(io::reader& reader, const gguf::model_files& files, const exp
     out.bytes_per_s = seconds > 0 ? static_cast<double>(out.bytes) / seconds : 0.0;
     out.mean_burst_ms = 1000.0 * burst_s / static_cast<double>(out.bursts);
     out.mean_burst_reads = static_cast<double>(reads) / static_cast<double>(out.bursts);
+    out.huge_page_share =
+        static_cast<double>(io::huge_page_bytes(buffer.data(), buffer.size())) / static_cast<double>(buffer.size());
     co_return out;
 }
 

@@ -25,6 +25,7 @@ struct pattern_probe_result {
     double mean_burst_reads = 0; ///< slab reads per burst
     std::uint64_t bursts = 0;    ///< bursts completed
     std::uint64_t bytes = 0;     ///< bytes read
+    double huge_page_share = 0;  ///< the share of the probe's buffer in transparent huge pages, as the cache's pool
 };
 
 /// Reads `pattern`'s bursts in order for about `duration` (from its start, again from the start when it ends):

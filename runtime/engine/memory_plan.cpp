@@ -507,6 +507,8 @@ boost::asio::awaitable<result<double>> probe_disk_bandwidth(io::reader& reader, 
     }
     const std::size_t lanes = std::min(probe_queue_depth, st->ranges.size());
     st->buffer = io::dma_buffer(lanes * st->lane_bytes);
+    st->buffer.advise_huge_pages();
+    st->buffer.populate();
     auto ex = reader.get_executor();
     st->done = std::make_unique<async_event>(ex);
     const auto t0 = std::chrono::steady_clock::now();

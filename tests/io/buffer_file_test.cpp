@@ -1,6 +1,7 @@
 // Tests of io::dma_buffer and io::file.
 #include "io/dma_buffer.hpp"
 #include "io/file.hpp"
+#include "io/huge_pages.hpp"
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,21 @@ TEST(dma_buffer, move_transfers_ownership) {
     c = std::move(b);
     EXPECT_EQ(c.data(), p);
     EXPECT_EQ(c.size(), 4096u);
+}
+
+TEST(huge_page_bytes, counts_only_whole_huge_pages_inside_the_buffer) {
+    // A buffer smaller than a huge page can hold none; an advised, populated 8 MiB one holds whole 2 MiB pages
+    // only, never more than its size (the kernel may give none when memory is fragmented or THP is off).
+    dma_buffer small(64 * 1024);
+    small.populate();
+    EXPECT_EQ(huge_page_bytes(small.data(), small.size()), 0u);
+    dma_buffer big(std::size_t{8} << 20);
+    big.advise_huge_pages();
+    big.populate();
+    const std::size_t huge = huge_page_bytes(big.data(), big.size());
+    EXPECT_LE(huge, big.size());
+    EXPECT_EQ(huge % (std::size_t{2} << 20), 0u);
+    EXPECT_EQ(huge_page_bytes(nullptr, 0), 0u);
 }
 
 TEST(file, open_reports_path_size_and_direct_mode) {

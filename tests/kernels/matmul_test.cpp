@@ -1,11 +1,13 @@
 // Products: matmul over many tokens and row ranges equals one dot per (row, token) bit for bit, and the
 // MoE expert entry point equals dense products of the selected experts.
+#include "kernels/isa.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/quant.hpp"
 #include "tests/kernels/test_data.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <tuple>
 #include <utility>
@@ -120,6 +122,37 @@ TEST(matmul, convenience_matmul_equals_prepared_path) {
     prepare_activations(type, x.data(), cols, tokens, cols, act.data());
     matmul_prepared(type, w.data(), *row_bytes(type, cols), 0, rows, cols, act.data(), tokens, ref.data(), rows);
     EXPECT_EQ(y, ref);
+}
+
+TEST(matmul, q4_k_one_token_over_many_rows_equals_the_scalar_reference_bit_for_bit) {
+    // Decode over a row range takes the several-row kernel where a level has one (AVX-512: two rows at a time, and
+    // with an odd block count the two rows' last blocks paired); every row must still be the scalar dot exactly,
+    // since streamed experts (GGUF rows) and resident ones (repacked, AVX-512 only) must give the same output.
+    if (detect_isa() != isa_level::avx512) {
+        GTEST_SKIP() << "the bit-identical Q4_K kernels are AVX-512's";
+    }
+    std::mt19937 rng(13);
+    for (isa_level isa : {isa_level::scalar, isa_level::avx512}) {
+        for (std::size_t blocks : {1, 2, 3, 5, 8}) {
+            for (std::size_t rows : {1, 2, 3, 7, 16}) {
+                const auto p = make_problem(rng, quant_type::q4_k, rows, blocks, 1, isa);
+                std::vector<float> ref(rows), y(rows);
+                for (std::size_t r = 0; r < rows; ++r) {
+                    matmul_prepared(p.type, p.w.data(), p.rb, r, r + 1, p.cols, p.act.data(), 1, ref.data(), rows,
+                                    isa_level::scalar);
+                }
+                // From row 0 and from row 1, so that pairs start on both parities.
+                matmul_prepared(p.type, p.w.data(), p.rb, 0, rows, p.cols, p.act.data(), 1, y.data(), rows, isa);
+                ASSERT_EQ(std::memcmp(y.data(), ref.data(), rows * sizeof(float)), 0)
+                    << isa_name(isa) << " blocks " << blocks << " rows " << rows;
+                std::fill(y.begin(), y.end(), 0.0f);
+                y[0] = ref[0];
+                matmul_prepared(p.type, p.w.data(), p.rb, 1, rows, p.cols, p.act.data(), 1, y.data(), rows, isa);
+                ASSERT_EQ(std::memcmp(y.data(), ref.data(), rows * sizeof(float)), 0)
+                    << isa_name(isa) << " blocks " << blocks << " rows 1.." << rows;
+            }
+        }
+    }
 }
 
 TEST(matmul, expert_rows_equal_dense_products_of_selected_experts) {
