@@ -343,8 +343,9 @@ result<json::object> routing_json(const inspect_options& opts, const gguf::model
     const auto limit = opts.prediction_limit >= 0 ? static_cast<std::uint32_t>(opts.prediction_limit)
                                                   : 8 * std::max(1u, hp.n_expert_used);
     read_pattern pattern;
-    auto e = estimate_routing(plan, layout, *trace, model, *policy, {!opts.memory.no_prefetch, opts.prefetch_width},
-                              opts.routing, {opts.streams, limit}, opts.probe ? &pattern : nullptr);
+    auto e = estimate_routing(plan, layout, *trace, model, *policy,
+                              {!opts.memory.no_prefetch, opts.prefetch_width, opts.prefetch_depth}, opts.routing,
+                              {opts.streams, limit}, opts.probe ? &pattern : nullptr);
     if (!e) {
         return e.error();
     }
@@ -615,6 +616,11 @@ void add_inspect_command(CLI::App& app) {
     cmd->add_option("--prefetch-width", opts->prefetch_width,
                     "--routing: read ahead only the first N experts of each token's recorded next-layer prediction "
                     "(in the router's order; 0: all top-k)")
+        ->needs(routing);
+    cmd->add_option("--prefetch-depth", opts->prefetch_depth,
+                    "--routing: 1 reads ahead the next layer's recorded prediction, 2 also the prediction two layers "
+                    "ahead (version-2 recordings), at most top-k experts per step, as --prefetch-depth 2 streams")
+        ->check(CLI::Range(1, 2))
         ->needs(routing);
     cmd->add_option("--streams", opts->streams,
                     "--routing: replay this many sequences at once as the batch engine runs them (serve --parallel): "

@@ -28,6 +28,7 @@ struct inspect_options {
     bool mtp = false;                 ///< --plan: the MTP block planned first inside the budget (run/serve --mtp)
     std::string policy = "lru-2";     ///< --routing: the cache's replacement policy (experts::parse_policy_spec)
     std::uint32_t prefetch_width = 0; ///< --routing: the first this many of each recorded prediction read ahead
+    std::uint32_t prefetch_depth = 1; ///< --routing: 2 also reads the recorded predictions two layers ahead
     std::uint32_t streams = 1;        ///< --routing: sequences replayed at once, one batch step per token of each
     std::int64_t prediction_limit = -1; ///< --routing with --streams: most experts read ahead per step (-1: 8 x top-k)
     double compute_tokens_per_s = 0;    ///< --plan: decode tokens/s with the experts in memory; 0: unknown

@@ -18,6 +18,10 @@ void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
     if (with_prefetch) {
         cmd.add_flag("--no-prefetch", flags.no_prefetch,
                      "When streaming experts, read only the experts chosen, not the next layer's ahead");
+        cmd.add_option("--prefetch-depth", flags.prefetch_depth,
+                       "When streaming experts, how many layers ahead to predict and read: 1 (the next layer) or 2 "
+                       "(also the one after, in a second batch behind the next layer's reads)")
+            ->capture_default_str();
         cmd.add_option("--cache-policy", flags.cache_policy,
                        "When streaming experts, which one the cache evicts: " +
                            std::string(experts::cache_policy_names) + " (docs/STREAMING.md, \"Replacement\")")
@@ -41,6 +45,7 @@ void memory_settings::apply_to(model_options& options) const noexcept {
     options.memory_budget = budget;
     options.disk_bandwidth = disk_bandwidth;
     options.prefetch = prefetch;
+    options.prefetch_depth = prefetch_depth;
     options.cache_policy = cache_policy;
     options.cache_pin_percent = cache_pin_percent;
 }
@@ -62,6 +67,11 @@ result<memory_settings> check_memory_flags(const memory_flags& flags) {
     }
     s.disk_bandwidth = flags.disk_gbps * 1e9;
     s.prefetch = !flags.no_prefetch;
+    if (flags.prefetch_depth < 1 || flags.prefetch_depth > 2) {
+        return make_error(std::errc::invalid_argument,
+                          "--prefetch-depth must be 1 or 2, not " + std::to_string(flags.prefetch_depth));
+    }
+    s.prefetch_depth = flags.prefetch_depth;
     auto policy = experts::parse_policy_spec(flags.cache_policy);
     if (!policy) {
         return policy.error().with_context("--cache-policy");

@@ -1,5 +1,6 @@
 // The memory flags `run`, `bench`, `serve` and `inspect --plan` share: --memory-budget, --disk-bandwidth,
-// --no-prefetch and --cache-policy, registered on a subcommand and checked into bytes, bytes/s and a policy.
+// --no-prefetch, --prefetch-depth and --cache-policy, registered on a subcommand and checked into bytes, bytes/s
+// and a policy.
 #pragma once
 
 #include "sluice/error.hpp"
@@ -17,6 +18,7 @@ struct memory_flags {
     std::string budget;       ///< --memory-budget SIZE; empty: the default budget
     double disk_gbps = 0;     ///< --disk-bandwidth GB/s; 0: not given
     bool no_prefetch = false; ///< --no-prefetch
+    std::uint32_t prefetch_depth = 1;   ///< --prefetch-depth 1|2
     std::string cache_policy = "lru-2"; ///< --cache-policy NAME[:PERCENT]
 };
 
@@ -25,6 +27,7 @@ struct memory_settings {
     std::uint64_t budget = 0;
     double disk_bandwidth = 0;
     bool prefetch = true;
+    std::uint32_t prefetch_depth = 1;
     sluice::expert_cache_policy cache_policy = sluice::expert_cache_policy::lru2;
     std::uint32_t cache_pin_percent = 50;
 
@@ -32,8 +35,8 @@ struct memory_settings {
     void apply_to(model_options& options) const noexcept;
 };
 
-/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch and --cache-policy when
-/// `with_prefetch`.
+/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch, --prefetch-depth and --cache-policy
+/// when `with_prefetch`.
 void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch = true);
 
 /// --record-routing FILE (run, serve): every token's routing written to FILE (docs/ROUTING.md).

@@ -1,6 +1,7 @@
 // `sluice routing-stats`: reads a routing recording and prints, per routed layer, the top expert's share of the
-// picks, the fraction of experts holding 90% of them, reuse from the previous token, next-layer prediction
-// recall and a per-layer LRU cache's hit rate at 3/6/12.5/25% of the experts; the mean over layers last.
+// picks, the fraction of experts holding 90% of them, reuse from the previous token, the recall of the predictions
+// one and two layers ahead (the second from version-2 recordings) and a per-layer LRU cache's hit rate at 3/6/12.5/25%
+// of the experts; the mean over layers last.
 #include "cli/routing_stats_command.hpp"
 
 #include "cli/json_text.hpp"
@@ -39,15 +40,22 @@ json::object stats_json(const experts::layer_routing_stats& s) {
                         {"reuse_pairs", s.reuse_pairs},
                         {"prediction_recall", s.prediction_recall},
                         {"predicted_tokens", s.predicted},
+                        {"prediction2_recall", s.prediction2_recall},
+                        {"predicted2_tokens", s.predicted2},
                         {"lru", std::move(lru)}};
 }
 
-void print_row(const char* label, const experts::layer_routing_stats& s, bool has_prediction) {
+void print_row(const char* label, const experts::layer_routing_stats& s, bool depth2) {
     std::printf("%-6s %7.1f%% %8.1f%% %7.1f%% ", label, 100 * s.top_share, 100 * s.experts_for_90, 100 * s.reuse);
-    if (has_prediction) {
+    if (s.predicted > 0) {
         std::printf("%8.1f%%", 100 * s.prediction_recall);
     } else {
         std::printf("%9s", "-");
+    }
+    if (depth2 && s.predicted2 > 0) {
+        std::printf(" %7.1f%%", 100 * s.prediction2_recall);
+    } else if (depth2) {
+        std::printf(" %8s", "-");
     }
     for (const auto h : s.lru_hit_rate) {
         std::printf(" %7.1f%%", 100 * h);
@@ -66,7 +74,11 @@ void print_table(const experts::routing_trace& t, const std::vector<experts::lay
     const auto& first = layers.front();
     std::printf("uniform    top share %.1f%%, 90%% of picks on 90.0%% of experts, reuse %.1f%%\n", 100.0 / g.experts,
                 100.0 * g.top_k / g.experts);
+    const bool depth2 = t.has_depth2();
     std::printf("\n%-6s %8s %9s %8s %9s", "layer", "top", "90%", "reuse", "pred");
+    if (depth2) {
+        std::printf(" %8s", "pred2");
+    }
     for (std::size_t c = 0; c < experts::routing_cache_fractions.size(); ++c) {
         char head[32];
         std::snprintf(head, sizeof head, "LRU %u", first.lru_slots[c]);
@@ -74,16 +86,18 @@ void print_table(const experts::routing_trace& t, const std::vector<experts::lay
     }
     std::printf("\n");
     for (const auto& s : layers) {
-        print_row(std::to_string(s.layer).c_str(), s, s.predicted > 0);
+        print_row(std::to_string(s.layer).c_str(), s, depth2);
     }
     const auto mean = experts::mean_statistics(layers);
-    print_row("mean", mean, mean.predicted > 0);
-    std::printf("\ntop: the most chosen expert's share of a layer's picks; 90%%: the fewest experts holding 90%% of "
-                "them, as a share of the layer's experts; reuse: share of a token's experts its sequence's previous "
-                "token chose; pred: share of a token's experts the previous layer's prediction named; LRU n: hit "
-                "rate of a per-layer LRU cache of n slots (%g/%g/%g/%g%% of the experts)\n",
-                100 * experts::routing_cache_fractions[0], 100 * experts::routing_cache_fractions[1],
-                100 * experts::routing_cache_fractions[2], 100 * experts::routing_cache_fractions[3]);
+    print_row("mean", mean, depth2);
+    std::printf(
+        "\ntop: the most chosen expert's share of a layer's picks; 90%%: the fewest experts holding 90%% of "
+        "them, as a share of the layer's experts; reuse: share of a token's experts its sequence's previous "
+        "token chose; pred: share of a token's experts the previous layer's prediction named; pred2: the same for "
+        "the prediction made two layers before (version-2 recordings); LRU n: hit "
+        "rate of a per-layer LRU cache of n slots (%g/%g/%g/%g%% of the experts)\n",
+        100 * experts::routing_cache_fractions[0], 100 * experts::routing_cache_fractions[1],
+        100 * experts::routing_cache_fractions[2], 100 * experts::routing_cache_fractions[3]);
 }
 
 int run_routing_stats(const routing_stats_options& opts) {
@@ -108,6 +122,7 @@ int run_routing_stats(const routing_stats_options& opts) {
                                             {"experts", g.experts},
                                             {"top_k", g.top_k},
                                             {"tokens", trace->size()},
+                                            {"version", trace->header().version},
                                             {"per_layer", std::move(rows)},
                                             {"mean", stats_json(experts::mean_statistics(layers))}})
                   << "\n";

@@ -83,6 +83,9 @@ json::object experts_json(const experts::expert_cache_counters& c) {
                         {"prefetch_used", c.prefetch_used},
                         {"prefetch_wasted", c.prefetch_wasted},
                         {"prefetch_accuracy", c.prefetch_accuracy()},
+                        {"prefetch2_issued", c.prefetch2_issued},
+                        {"prefetch2_used", c.prefetch2_used},
+                        {"prefetch2_wasted", c.prefetch2_wasted},
                         {"slots", c.slots}};
 }
 

@@ -60,6 +60,7 @@ int run_serve(serve_args& args) {
     args.options.memory_budget = memory->budget;
     args.options.disk_bandwidth = memory->disk_bandwidth;
     args.options.prefetch = memory->prefetch;
+    args.options.prefetch_depth = memory->prefetch_depth;
     args.options.cache_policy = memory->cache_policy;
     args.options.cache_pin_percent = memory->cache_pin_percent;
     if (auto ok = check_speculative_flags(args.speculative); !ok) {

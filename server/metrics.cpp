@@ -110,6 +110,12 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
            "Prefetched experts that were chosen before being evicted.", c.prefetch_used);
     single(out, "sluice_expert_prefetch_wasted_total", "counter", "Prefetched experts evicted without being chosen.",
            c.prefetch_wasted);
+    single(out, "sluice_expert_prefetch_depth2_issued_total", "counter",
+           "Of the experts read ahead, those predicted two layers ahead (--prefetch-depth 2).", c.prefetch2_issued);
+    single(out, "sluice_expert_prefetch_depth2_used_total", "counter",
+           "Experts read ahead two layers ahead that were chosen before being evicted.", c.prefetch2_used);
+    single(out, "sluice_expert_prefetch_depth2_wasted_total", "counter",
+           "Experts read ahead two layers ahead that were evicted without being chosen.", c.prefetch2_wasted);
     single(out, "sluice_disk_reads_total", "counter", "Expert slab reads from the model file completed.", c.reads);
     single(out, "sluice_disk_read_failures_total", "counter", "Expert slab reads from the model file that failed.",
            c.read_failures);

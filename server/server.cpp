@@ -94,6 +94,7 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.memory_budget = st.options.memory_budget;
     opts.disk_bandwidth = st.options.disk_bandwidth;
     opts.prefetch = st.options.prefetch;
+    opts.prefetch_depth = st.options.prefetch_depth;
     opts.cache_policy = st.options.cache_policy;
     opts.cache_pin_percent = st.options.cache_pin_percent;
     opts.template_limits = st.options.template_limits;

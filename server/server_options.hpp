@@ -31,6 +31,7 @@ struct server_options {
     std::uint64_t memory_budget = 0;           ///< bytes for the model (model_options::memory_budget); 0: default
     double disk_bandwidth = 0;                 ///< bytes/s for the memory plan's bound; 0: probe when streaming
     bool prefetch = true;                      ///< streaming: read the next layer's experts ahead
+    std::uint32_t prefetch_depth = 1;          ///< streaming: model_options::prefetch_depth
     expert_cache_policy cache_policy = expert_cache_policy::lru2; ///< streaming: which expert to evict
     std::uint32_t cache_pin_percent = 50;      ///< streaming, pin_hot: share of the slots pinned
     chat::template_limits template_limits;     ///< what rendering a chat template may use per request

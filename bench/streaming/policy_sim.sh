@@ -7,7 +7,8 @@
 #
 # Usage: bench/streaming/policy_sim.sh MODEL.gguf RECORDING [BUDGET...]   (default budgets: 4GiB 6GiB 8GiB)
 # Env: POLICIES (default "lru lfu lru-2 layer-quota pin-hot:25 pin-hot:50 pin-hot:75"), PREFETCH (default
-#      "8 0": prefetch widths, 0 = off; a width of top_k or more reads the whole prediction), GBPS (disk GB/s for
+#      "8 0": prefetch widths, 0 = off; a width of top_k or more reads the whole prediction; WIDTH:2 also reads
+#      the recorded prediction two layers ahead, --prefetch-depth 2, version-2 recordings), GBPS (disk GB/s for
 #      the bound, default 1), SLUICE (default build/release/cli/sluice), THREADS (2), CTX (512, as stream_bench).
 # Prints a Markdown table. Needs jq.
 set -euo pipefail
@@ -30,13 +31,17 @@ echo "| budget | slots | policy | prefetch | demand hit rate | prefetch accuracy
 echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|"
 for budget in "${budgets[@]}"; do
     for policy in $policies; do
-        for width in $widths; do
+        for spec in $widths; do
+            width=${spec%%:*}
+            depth=1
+            [[ $spec == *:* ]] && depth=${spec#*:}
             if ((width == 0)); then
                 pf=(--no-prefetch)
                 label=off
             else
-                pf=(--prefetch-width "$width")
+                pf=(--prefetch-width "$width" --prefetch-depth "$depth")
                 label="top-$width"
+                ((depth == 1)) || label+=", depth $depth"
             fi
             "$sluice" inspect --plan --header-only --threads "${THREADS:-2}" --ctx "${CTX:-512}" \
                 --memory-budget "$budget" --disk-bandwidth "$gbps" --routing "$rec" --policy "$policy" "${pf[@]}" \

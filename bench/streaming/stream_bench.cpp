@@ -3,7 +3,8 @@
 // prefetch accuracy), the process's peak RSS and swap, and how much of the model file the page cache gained. One JSON
 // object on stdout; bench/streaming/streaming_vs_fio.sh runs it next to fio on the same file. Usage: stream_bench
 // MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] [policy=lru-2] [--routing FILE]. The context
-// is 512 positions, or the smallest power of two above that holds 8 prompt + warm-up + timed tokens.
+// is 512 positions, or the smallest power of two above that holds 8 prompt + warm-up + timed tokens. prefetch: 0
+// off, 1 the next layer's predicted experts, 2 also the layer after's (model_options::prefetch_depth).
 // (policy: lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]; docs/STREAMING.md, "Replacement").
 // --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
 // compute is the same, the experts read follow the recording (docs/ROUTING.md).
@@ -96,6 +97,10 @@ json::object cache_json(const experts::expert_cache_counters& a, const experts::
     const double busy = b.busy_s - a.busy_s;
     const auto hits = b.hits - a.hits, misses = b.misses - a.misses;
     const auto used = b.prefetch_used - a.prefetch_used, wasted = b.prefetch_wasted - a.prefetch_wasted;
+    const auto used2 = b.prefetch2_used - a.prefetch2_used, wasted2 = b.prefetch2_wasted - a.prefetch2_wasted;
+    const auto share = [](std::uint64_t u, std::uint64_t w) {
+        return u + w ? static_cast<double>(u) / static_cast<double>(u + w) : 0.0;
+    };
     const auto reads = b.reads - a.reads;
     return json::object{
         {"bytes_read", bytes},
@@ -115,6 +120,15 @@ json::object cache_json(const experts::expert_cache_counters& a, const experts::
         {"prefetch_used", used},
         {"prefetch_wasted", wasted},
         {"prefetch_accuracy", used + wasted ? static_cast<double>(used) / static_cast<double>(used + wasted) : 0.0},
+        {"prefetch1_accuracy", share(used - used2, wasted - wasted2)},
+        {"prefetch2_issued", b.prefetch2_issued - a.prefetch2_issued},
+        {"prefetch2_used", used2},
+        {"prefetch2_wasted", wasted2},
+        {"prefetch2_accuracy", share(used2, wasted2)},
+        {"prefetch_wasted_bytes_per_token",
+         tokens ? static_cast<double>(wasted * b.slot_bytes) / static_cast<double>(tokens) : 0.0},
+        {"prefetch2_wasted_bytes_per_token",
+         tokens ? static_cast<double>(wasted2 * b.slot_bytes) / static_cast<double>(tokens) : 0.0},
         {"slots", b.slots},
         {"slot_bytes", b.slot_bytes}};
 }
@@ -140,7 +154,7 @@ int main(int argc, char** argv) {
     const auto routing = take_routing_flag(argc, argv);
     if (argc < 3) {
         std::fprintf(stderr, "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] "
-                             "[policy=lru-2] [--routing FILE]\n");
+                             "[policy=lru-2] [--routing FILE]\n(prefetch: 0, 1 or 2 layers ahead)\n");
         return 2;
     }
     const std::string path = argv[1];
@@ -169,7 +183,12 @@ int main(int argc, char** argv) {
     opts.memory_budget = *budget;
     opts.n_ctx = n_ctx;
     opts.n_threads = *threads;
+    if (*prefetch > 2) {
+        std::fprintf(stderr, "stream_bench: prefetch is 0 (off), 1 (the next layer) or 2 (the next two layers)\n");
+        return 2;
+    }
     opts.prefetch = *prefetch != 0;
+    opts.prefetch_depth = *prefetch == 2 ? 2 : 1;
     opts.cache_policy = experts::cache_policy::lru2; // the command line's default, as run, bench and serve
     if (argc > 7) {
         auto policy = experts::parse_policy_spec(argv[7]);
@@ -255,6 +274,7 @@ int main(int argc, char** argv) {
                      {"threads", m->options().n_threads},
                      {"n_ctx", n_ctx},
                      {"prefetch", opts.prefetch},
+                     {"prefetch_depth", opts.prefetch ? opts.prefetch_depth : 0},
                      {"policy", experts::to_string(experts::policy_spec{opts.cache_policy, opts.cache_pin_percent})},
                      {"plan", to_json(plan)},
                      {"routing", routing.empty() ? json::value("router") : json::value(routing)},

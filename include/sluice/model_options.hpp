@@ -64,6 +64,9 @@ struct model_options {
     std::uint32_t n_seq = 1;   ///< sequences generating at once (caches the plan reserves)
     double disk_bandwidth = 0; ///< bytes/s for the plan's speed bound; 0 = a short probe when streaming
     bool prefetch = true;      ///< streaming: predict and read the next layer's experts ahead
+    /// Streaming, with prefetch: 1 predicts the next MoE layer only; 2 also the layer after it, read in a second
+    /// batch behind the next layer's (docs/STREAMING.md, "Prefetch").
+    std::uint32_t prefetch_depth = 1;
     expert_cache_policy cache_policy = expert_cache_policy::lru; ///< streaming: which expert to evict
     std::uint32_t cache_pin_percent = 50; ///< streaming, pin_hot: share of the slots kept for the hottest experts
     /// What rendering the chat template may use per request (a model file is untrusted input).

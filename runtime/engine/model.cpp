@@ -386,6 +386,7 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         experts::expert_cache_options cache_options;
         cache_options.slots = m->plan.cache_slots;
         cache_options.prefetch = options.prefetch;
+        cache_options.prefetch_depth = options.prefetch_depth;
         cache_options.policy = {options.cache_policy, options.cache_pin_percent};
         cache_options.io = options.io;
         auto cache = experts::expert_cache::create(*m->files, std::move(*layout), cache_options);

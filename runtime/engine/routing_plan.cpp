@@ -92,6 +92,19 @@ std::uint64_t append_accesses(const experts::routing_trace& trace, replay_prefet
             for (const auto e : distinct) {
                 out.push_back({l + 1, static_cast<std::int32_t>(e), true});
             }
+            if (prefetch.depth >= 2 && l + 2 < g.layers) {
+                ids.clear();
+                for (const auto t : tokens) {
+                    const auto predicted2 = trace.predicted2(t, l);
+                    ids.insert(ids.end(), predicted2.begin(), predicted2.end());
+                }
+                distinct_ids(ids, g.top_k, n == 1, distinct);
+                for (const auto e : distinct) {
+                    if (e != experts::no_expert) {
+                        out.push_back({l + 2, static_cast<std::int32_t>(e), true});
+                    }
+                }
+            }
             layer_ends.push_back(out.size());
         }
         step_ends.push_back(out.size());
@@ -169,6 +182,7 @@ result<routing_estimate> estimate_routing(const memory_plan& plan, const experts
     e.policy = policy;
     e.prefetch = prefetch.enabled;
     e.prefetch_width = prefetch.enabled ? prefetch.width : 0;
+    e.prefetch_depth = prefetch.enabled ? prefetch.depth : 0;
     e.tokens = trace.size();
     e.uniform_hit_rate = plan.read_bytes_per_token_cold > 0 && plan.streams()
                              ? 1.0 - static_cast<double>(plan.read_bytes_per_token_uniform) /
@@ -260,6 +274,7 @@ boost::json::object to_json(const routing_estimate& e) {
         {"policy", experts::to_string(e.policy)},
         {"prefetch", e.prefetch},
         {"prefetch_width", e.prefetch_width},
+        {"prefetch_depth", e.prefetch_depth},
         {"tokens", e.tokens},
         {"warmup_tokens", e.warmup_tokens},
         {"measured_tokens", e.measured_tokens},

@@ -21,6 +21,7 @@ struct routing_estimate {
     experts::policy_spec policy;
     bool prefetch = true;                   ///< the recording's next-layer predictions were read ahead
     std::uint32_t prefetch_width = 0;       ///< the first this many of each token's prediction were read (0: all top_k)
+    std::uint32_t prefetch_depth = 1;       ///< 2: the recording's predictions two layers ahead were read too
     std::uint64_t tokens = 0;               ///< token records in the recording
     std::uint64_t warmup_tokens = 0;        ///< tokens replayed before the cache was full (not counted)
     std::uint64_t measured_tokens = 0;      ///< tokens the rates below count
@@ -50,6 +51,9 @@ struct routing_estimate {
 struct replay_prefetch {
     bool enabled = true;
     std::uint32_t width = 0;
+    /// 2: also each token's recorded prediction two layers ahead (version-2 recordings), read after the next
+    /// layer's, at most top_k experts per step (the most predicted), as the runtime's --prefetch-depth 2 does.
+    std::uint32_t depth = 1;
 };
 
 /// The disk reads of a replay after its warm-up, in the order the cache issues them: one burst per token and layer

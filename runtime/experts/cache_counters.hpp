@@ -22,14 +22,17 @@ struct expert_layer_counters {
 struct expert_cache_counters : read_stats {
     std::uint64_t hits = 0, misses = 0, evictions = 0; ///< sums over layers
     std::vector<expert_layer_counters> layers;
-    std::uint64_t prefetch_issued = 0; ///< predicted experts read ahead
+    std::uint64_t prefetch_issued = 0; ///< predicted experts read ahead (every depth)
     std::uint64_t prefetch_used = 0;   ///< of those, chosen before being evicted
     std::uint64_t prefetch_wasted = 0; ///< of those, evicted without being chosen
-    std::uint64_t tokens = 0;          ///< tokens that went through the model
-    std::uint64_t slots = 0;           ///< slots in the pool
-    std::uint64_t slot_bytes = 0;      ///< bytes of one slot
-    std::uint64_t slots_filled = 0;    ///< slots holding (or being filled with) an expert now
-    std::string last_read_failure;     ///< the message of the last expert read that failed (read_failures)
+    /// The part of the three above predicted two layers ahead (prefetch depth 2): read by that prediction (not
+    /// already in memory or being read), then chosen or evicted unchosen.
+    std::uint64_t prefetch2_issued = 0, prefetch2_used = 0, prefetch2_wasted = 0;
+    std::uint64_t tokens = 0;       ///< tokens that went through the model
+    std::uint64_t slots = 0;        ///< slots in the pool
+    std::uint64_t slot_bytes = 0;   ///< bytes of one slot
+    std::uint64_t slots_filled = 0; ///< slots holding (or being filled with) an expert now
+    std::string last_read_failure;  ///< the message of the last expert read that failed (read_failures)
 
     /// Bytes read per token (0 before the first token).
     [[nodiscard]] double bytes_per_token() const noexcept {
@@ -44,9 +47,17 @@ struct expert_cache_counters : read_stats {
         return hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
     }
     /// Fraction of prefetched experts that were chosen (of those decided: used or wasted).
-    [[nodiscard]] double prefetch_accuracy() const noexcept {
-        const auto decided = prefetch_used + prefetch_wasted;
-        return decided ? static_cast<double>(prefetch_used) / static_cast<double>(decided) : 0.0;
+    [[nodiscard]] double prefetch_accuracy() const noexcept { return share(prefetch_used, prefetch_wasted); }
+    /// The same for the next layer's prediction alone (depth 1).
+    [[nodiscard]] double prefetch1_accuracy() const noexcept {
+        return share(prefetch_used - prefetch2_used, prefetch_wasted - prefetch2_wasted);
+    }
+    /// The same for the prediction two layers ahead alone (depth 2).
+    [[nodiscard]] double prefetch2_accuracy() const noexcept { return share(prefetch2_used, prefetch2_wasted); }
+
+private:
+    static double share(std::uint64_t used, std::uint64_t wasted) noexcept {
+        return used + wasted ? static_cast<double>(used) / static_cast<double>(used + wasted) : 0.0;
     }
 };
 

@@ -27,11 +27,10 @@ result<std::unique_ptr<expert_cache>> expert_cache::create(const gguf::model_fil
 }
 
 expert_cache::expert_cache(const gguf::model_files& files, expert_layout layout, const expert_cache_options& options)
-    : files_(&files), layout_(std::move(layout)), prefetch_(options.prefetch), pool_(layout_, options.slots),
-      policy_(make_policy(options.policy, pool_.size(), pool_.layers(), pool_.max_experts())),
-      slots_(pool_.size()), reads_(options.io, [this](std::int32_t s, std::uint32_t part, const result<void>& r) {
-          read_done(s, part, r);
-      }) {
+    : files_(&files), layout_(std::move(layout)), prefetch_(options.prefetch),
+      depth_(std::clamp<std::uint32_t>(options.prefetch_depth, 1, 2)), pool_(layout_, options.slots),
+      policy_(make_policy(options.policy, pool_.size(), pool_.layers(), pool_.max_experts())), slots_(pool_.size()),
+      reads_(options.io, [this](std::int32_t s, std::uint32_t part, const result<void>& r) { read_done(s, part, r); }) {
     reads_.keep_alive(pool_.memory_owner()); // a read the kernel still holds when the cache goes lands there
     for (auto& x : slots_) {
         x.waiters.reserve(4); // a few passes wanting one expert at once, without allocating under the lock
@@ -56,24 +55,26 @@ std::int32_t expert_cache::take_slot() noexcept {
     const auto layer = static_cast<std::size_t>(pool_.layer_of(s));
     ++counters_.layers[layer].evictions;
     ++counters_.evictions;
-    if (x.prefetched) {
+    if (x.prefetched != 0) {
         ++counters_.prefetch_wasted;
+        counters_.prefetch2_wasted += x.prefetched == 2 ? 1 : 0;
     }
     pool_.unassign(s);
     x.state = slot_state::empty;
-    x.prefetched = false;
+    x.prefetched = 0;
     return s;
 }
 
-void expert_cache::start_load(std::int32_t s, std::uint32_t layer, std::int32_t expert, bool prefetch) {
+void expert_cache::start_load(std::int32_t s, std::uint32_t layer, std::int32_t expert, std::uint8_t ahead) {
     pool_.assign(s, layer, expert);
     auto& x = slots_[static_cast<std::size_t>(s)];
     x.state = slot_state::loading;
-    x.prefetched = prefetch;
+    x.prefetched = ahead;
     x.failure.reset();
     x.parts_left = 0;
-    if (prefetch) {
+    if (ahead != 0) {
         ++counters_.prefetch_issued;
+        counters_.prefetch2_issued += ahead == 2 ? 1 : 0;
     }
     std::array<slab_read, max_expert_parts> reads;
     std::size_t n = 0;
@@ -141,9 +142,10 @@ void expert_cache::fetch(expert_batch& batch, std::uint32_t layer, std::span<con
             continue;
         }
         auto& x = slots_[static_cast<std::size_t>(s)];
-        if (x.prefetched) { // predicted right (its read may still be running)
+        if (x.prefetched != 0) { // predicted right (its read may still be running)
             ++counters_.prefetch_used;
-            x.prefetched = false;
+            counters_.prefetch2_used += x.prefetched == 2 ? 1 : 0;
+            x.prefetched = 0;
         }
         attach_entry(batch, i, s);
     }
@@ -156,12 +158,17 @@ void expert_cache::fetch(expert_batch& batch, std::uint32_t layer, std::span<con
             queued_.push_back({&batch, i}); // every slot is in use: wait for one
             continue;
         }
-        start_load(s, layer, batch.expert(i), false);
+        start_load(s, layer, batch.expert(i), 0);
         attach_entry(batch, i, s);
     }
 }
 
 void expert_cache::prefetch(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids) {
+    prefetch_ahead(batch, layer, ids, 1);
+}
+
+void expert_cache::prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
+                                  std::uint32_t ahead) {
     batch.reset(batch_purpose::prefetch, layer, ids);
     if (!prefetch_) {
         for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -180,7 +187,7 @@ void expert_cache::prefetch(expert_batch& batch, std::uint32_t layer, std::span<
         const auto& x = slots_[static_cast<std::size_t>(s)];
         if (x.pins == 0 && x.state == slot_state::ready) {
             policy_->on_pinned(static_cast<std::uint32_t>(s));
-            policy_->on_evictable(static_cast<std::uint32_t>(s), layer, batch.expert(i), x.prefetched);
+            policy_->on_evictable(static_cast<std::uint32_t>(s), layer, batch.expert(i), x.prefetched != 0);
         }
         attach_entry(batch, i, s);
     }
@@ -196,7 +203,7 @@ void expert_cache::prefetch(expert_batch& batch, std::uint32_t layer, std::span<
             batch.publish(i, entry_state::released); // no room: not read, nothing to track
             continue;
         }
-        start_load(s, layer, batch.expert(i), true);
+        start_load(s, layer, batch.expert(i), ahead >= 2 ? 2 : 1);
         attach_entry(batch, i, s);
     }
 }
@@ -247,7 +254,7 @@ void expert_cache::feed_queued() {
             if (s == none) {
                 return;
             }
-            start_load(s, layer, expert, false);
+            start_load(s, layer, expert, 0);
         }
         queued_.pop_front();
         attach_entry(*w.batch, w.entry, s);
@@ -290,7 +297,7 @@ void expert_cache::read_done(std::int32_t s, std::uint32_t, const result<void>& 
     }
     if (x.pins == 0) {
         policy_->on_evictable(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(pool_.layer_of(s)),
-                              pool_.expert_of(s), x.prefetched);
+                              pool_.expert_of(s), x.prefetched != 0);
         feed_queued();
     }
 }

@@ -24,6 +24,8 @@ namespace sluice::experts {
 struct expert_cache_options {
     std::uint64_t slots = 0; ///< experts held at once (at least 1; see memory_plan)
     bool prefetch = true;    ///< read the predicted experts of the next layer ahead
+    /// With prefetch: 1 predicts the next layer only, 2 also the layer after it (prediction_depth).
+    std::uint32_t prefetch_depth = 1;
     policy_spec policy; ///< which expert to evict (and pin_hot's share)
     io::reader_options io; ///< the reader it makes on the executor it is attached to
 };
@@ -44,8 +46,13 @@ public:
 
     void fetch(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids) override;
     void prefetch(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids) override;
+    /// `ahead` 2 is counted in the prefetch2_ counters; like depth 1 it takes no slot while a fetch waits for
+    /// one. An expert already read by a prediction keeps the depth that read it.
+    void prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
+                        std::uint32_t ahead) override;
     void release(expert_batch& batch, std::size_t i) noexcept override;
     [[nodiscard]] bool wants_prediction() const noexcept override { return prefetch_; }
+    [[nodiscard]] std::uint32_t prediction_depth() const noexcept override { return prefetch_ ? depth_ : 0; }
     void attach(const boost::asio::any_io_executor& executor) override;
     void detach() noexcept override;
     void count_tokens(std::uint64_t n) noexcept override;
@@ -65,7 +72,7 @@ private:
         slot_state state = slot_state::empty;
         std::uint32_t pins = 0;       ///< fetched entries holding it
         std::uint8_t parts_left = 0;  ///< slab reads still running
-        bool prefetched = false;      ///< read by prediction and not chosen since
+        std::uint8_t prefetched = 0;  ///< read by a prediction this many layers ahead, not chosen since (0: no)
         std::vector<waiter> waiters;  ///< entries to publish when its read ends
         std::optional<error> failure; ///< the first failed slab read of the current load
     };
@@ -74,7 +81,7 @@ private:
 
     // Under mu_.
     std::int32_t take_slot() noexcept;
-    void start_load(std::int32_t s, std::uint32_t layer, std::int32_t expert, bool prefetch);
+    void start_load(std::int32_t s, std::uint32_t layer, std::int32_t expert, std::uint8_t ahead);
     void attach_entry(expert_batch& batch, std::uint32_t i, std::int32_t s);
     void publish_ready(expert_batch& batch, std::uint32_t i, std::int32_t s);
     void unpin(std::int32_t s) noexcept;
@@ -86,6 +93,7 @@ private:
     const gguf::model_files* files_;
     expert_layout layout_;
     bool prefetch_;
+    std::uint32_t depth_;
 
     mutable std::mutex mu_;
     slot_pool pool_;

@@ -11,6 +11,11 @@ void expert_source::prefetch(expert_batch& batch, std::uint32_t layer, std::span
     }
 }
 
+void expert_source::prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
+                                   std::uint32_t) {
+    prefetch(batch, layer, ids);
+}
+
 void expert_source::release(expert_batch& batch, std::size_t i) noexcept { batch.publish(i, entry_state::released); }
 
 void expert_source::release_all(expert_batch& batch) noexcept {

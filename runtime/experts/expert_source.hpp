@@ -35,8 +35,17 @@ public:
     /// Hands back every entry of `batch` not yet released.
     void release_all(expert_batch& batch) noexcept;
 
+    /// Compute thread: `prefetch` for a prediction made `ahead` MoE layers before `layer` (1: the layer before,
+    /// 2: two layers before), counted apart by depth. A source may give a prediction two layers ahead lower
+    /// priority (expert_cache: no room is made for it while a fetch waits). The default is `prefetch`.
+    virtual void prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
+                                std::uint32_t ahead);
+
     /// Whether prefetch does anything (the forward pass computes predictions only then).
     [[nodiscard]] virtual bool wants_prediction() const noexcept { return false; }
+    /// How many MoE layers ahead the forward pass should predict and prefetch: 0 (none), 1 (the next layer) or
+    /// 2 (the next two). The default: 1 when prefetch does anything, else 0.
+    [[nodiscard]] virtual std::uint32_t prediction_depth() const noexcept { return wants_prediction() ? 1 : 0; }
     /// A forward pass starts on `executor`: reads complete there. Called on that executor.
     virtual void attach(const boost::asio::any_io_executor& executor) { (void)executor; }
     /// The forward pass that called `attach` has ended (its io_context may go away once no pass is attached

@@ -56,6 +56,7 @@ void routing_log::attach(routing_batch& b, std::uint32_t max_batch) {
     if (writer_) {
         b.ids.assign(n, no_expert);
         b.predicted.assign(n, no_expert);
+        b.predicted2.assign(n, no_expert);
         b.weights.assign(n, 0.0f);
     }
 }
@@ -70,35 +71,46 @@ void routing_log::begin(routing_batch& b, std::uint32_t first_pos, std::uint32_t
         const std::size_t n = std::size_t{n_tokens} * geometry_.layers * geometry_.top_k;
         std::fill_n(b.ids.begin(), n, no_expert);
         std::fill_n(b.predicted.begin(), n, no_expert);
+        std::fill_n(b.predicted2.begin(), n, no_expert);
         std::fill_n(b.weights.begin(), n, 0.0f);
     }
 }
 
 void routing_log::on_layer(routing_batch& b, std::uint32_t layer, std::span<std::int32_t> ids, std::span<float> weights,
-                           std::span<std::int32_t> predicted, bool& has_prediction) const {
+                           std::span<std::int32_t> predicted, bool& has_prediction, std::span<std::int32_t> predicted2,
+                           bool& has_prediction2) const {
     const std::size_t k = geometry_.top_k;
     if (replay_) {
-        bool any_prediction = false;
+        bool any_prediction = false, any_prediction2 = false;
         for (std::size_t i = 0; i < b.n_tokens; ++i) {
             const auto t = (b.replay_start + i) % replay_->size();
             const auto rec_ids = replay_->experts(t, layer);
+            const auto row = static_cast<std::ptrdiff_t>(i * k);
             if (rec_ids[0] == no_expert) { // the recording routed nothing here: this model's own choice stays
                 if (!has_prediction) {
-                    std::fill_n(predicted.begin() + static_cast<std::ptrdiff_t>(i * k), k, -1);
+                    std::fill_n(predicted.begin() + row, k, -1);
+                }
+                if (!has_prediction2) {
+                    std::fill_n(predicted2.begin() + row, k, -1);
                 }
                 any_prediction = any_prediction || has_prediction;
+                any_prediction2 = any_prediction2 || has_prediction2;
                 continue;
             }
             const auto rec_w = replay_->weights(t, layer);
             const auto rec_p = replay_->predicted(t, layer);
+            const auto rec_p2 = replay_->predicted2(t, layer);
             for (std::size_t j = 0; j < k; ++j) {
                 ids[i * k + j] = rec_ids[j];
                 weights[i * k + j] = rec_w[j];
                 predicted[i * k + j] = rec_p[j] == no_expert ? -1 : rec_p[j];
+                predicted2[i * k + j] = rec_p2[j] == no_expert ? -1 : rec_p2[j];
             }
             any_prediction = any_prediction || rec_p[0] != no_expert;
+            any_prediction2 = any_prediction2 || rec_p2[0] != no_expert;
         }
         has_prediction = any_prediction;
+        has_prediction2 = any_prediction2;
     }
     if (writer_) {
         for (std::size_t i = 0; i < b.n_tokens; ++i) {
@@ -108,6 +120,8 @@ void routing_log::on_layer(routing_batch& b, std::uint32_t layer, std::span<std:
                 b.weights[at + j] = weights[i * k + j];
                 const auto p = predicted[i * k + j];
                 b.predicted[at + j] = has_prediction && p >= 0 ? static_cast<std::uint16_t>(p) : no_expert;
+                const auto p2 = predicted2[i * k + j];
+                b.predicted2[at + j] = has_prediction2 && p2 >= 0 ? static_cast<std::uint16_t>(p2) : no_expert;
             }
         }
     }
@@ -123,7 +137,8 @@ result<void> routing_log::end(routing_batch& b) {
     for (std::size_t i = 0; i < b.n_tokens; ++i) {
         encode_routing_record(geometry_, b.sequence, b.first_pos + static_cast<std::uint32_t>(i),
                               std::span(b.ids).subspan(i * per, per), std::span(b.weights).subspan(i * per, per),
-                              std::span(b.predicted).subspan(i * per, per), records);
+                              std::span(b.predicted).subspan(i * per, per),
+                              std::span(b.predicted2).subspan(i * per, per), records);
     }
     const std::lock_guard lock(write_mutex_);
     return writer_->append(records, b.n_tokens);

@@ -1,8 +1,8 @@
 // Routing recorded and replayed by the forward pass. A model given a file to record to (model::set_routing) writes,
-// for every token and layer, the experts its router chose, their weights and the next layer's prediction; one
-// given a recording computes its router as usual, then uses the recording's experts, weights and predictions instead,
-// so which experts are read and applied follows the recording on any file of the same geometry. Both at once
-// record what was replayed. The file format is in routing_trace.hpp and docs/ROUTING.md.
+// for every token and layer, the experts its router chose, their weights and the predictions for the next layer and
+// the one after; one given a recording computes its router as usual, then uses the recording's experts, weights and
+// predictions instead, so which experts are read and applied follows the recording on any file of the same
+// geometry. Both at once record what was replayed. The file format is in routing_trace.hpp and docs/ROUTING.md.
 #pragma once
 
 #include "runtime/experts/routing_trace.hpp"
@@ -26,7 +26,7 @@ struct routing_batch {
     std::uint32_t first_pos = 0;    ///< cache position of the batch's first token
     std::uint32_t n_tokens = 0;     ///< tokens of the batch
     std::uint64_t replay_start = 0; ///< recorded token replayed for the batch's first token
-    std::vector<std::uint16_t> ids, predicted; ///< the batch's routing to record, [token][layer][top_k]
+    std::vector<std::uint16_t> ids, predicted, predicted2; ///< the batch's routing to record, [token][layer][top_k]
     std::vector<float> weights;
 };
 
@@ -56,10 +56,12 @@ public:
     /// A batch of `n_tokens` at cache position `first_pos` starts.
     void begin(routing_batch& b, std::uint32_t first_pos, std::uint32_t n_tokens);
     /// Layer `layer` routed the batch: `ids` and `weights` ([token][top_k]) are its choice, `predicted` the next
-    /// layer's predicted experts when `has_prediction` (-1: none for that entry). A replay overwrites all three
-    /// with the recording's (and `has_prediction` with whether the recording predicted); a recording keeps a copy.
+    /// layer's predicted experts when `has_prediction` (-1: none for that entry), `predicted2` those of the layer
+    /// after when `has_prediction2`. A replay overwrites all four with the recording's (and the flags with whether
+    /// the recording predicted; a version-1 recording predicts nothing two layers ahead); a recording keeps a copy.
     void on_layer(routing_batch& b, std::uint32_t layer, std::span<std::int32_t> ids, std::span<float> weights,
-                  std::span<std::int32_t> predicted, bool& has_prediction) const;
+                  std::span<std::int32_t> predicted, bool& has_prediction, std::span<std::int32_t> predicted2,
+                  bool& has_prediction2) const;
     /// The batch went through every layer: a recording appends its tokens to the file. Errors name the file.
     result<void> end(routing_batch& b);
 

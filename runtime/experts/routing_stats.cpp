@@ -45,9 +45,9 @@ void concentration(const routing_trace& t, std::uint32_t l, layer_routing_stats&
     out.experts_for_90 = static_cast<double>(m) / static_cast<double>(g.experts);
 }
 
-// Reuse from the previous token of the same sequence, and recall of the previous layer's prediction.
+// Reuse from the previous token of the same sequence, and recall of the predictions made one and two layers before.
 void reuse_and_recall(const routing_trace& t, std::uint32_t l, layer_routing_stats& out) {
-    double reuse = 0, recall = 0;
+    double reuse = 0, recall = 0, recall2 = 0;
     for (std::uint64_t i = 0; i < t.size(); ++i) {
         if (i > 0 && t.sequence(i) == t.sequence(i - 1) && t.position(i) == t.position(i - 1) + 1) {
             reuse += overlap(t.experts(i, l), t.experts(i - 1, l));
@@ -57,7 +57,12 @@ void reuse_and_recall(const routing_trace& t, std::uint32_t l, layer_routing_sta
             recall += overlap(t.experts(i, l), t.predicted(i, l - 1));
             ++out.predicted;
         }
+        if (l > 1 && t.predicted2(i, l - 2)[0] != no_expert) {
+            recall2 += overlap(t.experts(i, l), t.predicted2(i, l - 2));
+            ++out.predicted2;
+        }
     }
+    out.prediction2_recall = out.predicted2 ? recall2 / static_cast<double>(out.predicted2) : 0.0;
     out.reuse = out.reuse_pairs ? reuse / static_cast<double>(out.reuse_pairs) : 0.0;
     out.prediction_recall = out.predicted ? recall / static_cast<double>(out.predicted) : 0.0;
 }
@@ -108,7 +113,7 @@ layer_routing_stats mean_statistics(const std::vector<layer_routing_stats>& laye
         return m;
     }
     const auto n = static_cast<double>(layers.size());
-    std::size_t with_prediction = 0;
+    std::size_t with_prediction = 0, with_prediction2 = 0;
     for (const auto& s : layers) {
         m.picks += s.picks;
         m.top_share += s.top_share / n;
@@ -120,12 +125,18 @@ layer_routing_stats mean_statistics(const std::vector<layer_routing_stats>& laye
             m.prediction_recall += s.prediction_recall;
             ++with_prediction;
         }
+        m.predicted2 += s.predicted2;
+        if (s.predicted2) {
+            m.prediction2_recall += s.prediction2_recall;
+            ++with_prediction2;
+        }
         for (std::size_t c = 0; c < routing_cache_fractions.size(); ++c) {
             m.lru_slots[c] = s.lru_slots[c];
             m.lru_hit_rate[c] += s.lru_hit_rate[c] / n;
         }
     }
     m.prediction_recall = with_prediction ? m.prediction_recall / static_cast<double>(with_prediction) : 0.0;
+    m.prediction2_recall = with_prediction2 ? m.prediction2_recall / static_cast<double>(with_prediction2) : 0.0;
     return m;
 }
 

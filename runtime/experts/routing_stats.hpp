@@ -1,6 +1,7 @@
 // What a routing recording says about the workload it describes, per layer: how concentrated the picks are, how
-// often a token reuses the previous token's experts, how well the next-layer prediction covered the choice, and
-// the hit rate of a per-layer LRU cache of a few sizes (replacement_policy's simulate over the recorded picks).
+// often a token reuses the previous token's experts, how well the predictions one and two layers ahead covered the
+// choice, and the hit rate of a per-layer LRU cache of a few sizes (replacement_policy's simulate over the recorded
+// picks).
 #pragma once
 
 #include "runtime/experts/routing_trace.hpp"
@@ -24,6 +25,8 @@ struct layer_routing_stats {
     std::uint64_t reuse_pairs = 0;   ///< consecutive token pairs behind `reuse`
     double prediction_recall = 0;    ///< mean share of a token's experts the previous layer predicted
     std::uint64_t predicted = 0;     ///< tokens with a prediction for this layer
+    double prediction2_recall = 0;   ///< mean share of a token's experts predicted two layers before (version 2)
+    std::uint64_t predicted2 = 0;    ///< tokens with such a prediction for this layer
     std::array<std::uint32_t, routing_cache_fractions.size()> lru_slots{}; ///< slots per simulated cache
     std::array<double, routing_cache_fractions.size()> lru_hit_rate{};   ///< its hit rate
 };

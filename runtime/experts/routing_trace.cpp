@@ -69,12 +69,13 @@ result<routing_header> parse_header(std::span<const std::byte> b, std::size_t& r
         return make_error(std::errc::invalid_argument, "not a routing recording (magic is not \"SLROUTE\")");
     }
     const auto version = get<std::uint32_t>(b, off_version);
-    if (version != routing_version) {
+    if (version != 1 && version != routing_version) {
         return make_error(std::errc::not_supported, "version " + std::to_string(version) +
-                                                        " is not supported (this build reads version " +
+                                                        " is not supported (this build reads versions 1 to " +
                                                         std::to_string(routing_version) + ")");
     }
     routing_header h;
+    h.version = version;
     h.geometry = {get<std::uint32_t>(b, off_layers), get<std::uint32_t>(b, off_experts), get<std::uint32_t>(b, off_top_k)};
     const auto& g = h.geometry;
     if (g.layers == 0 || g.layers > routing_max_layers) {
@@ -116,8 +117,8 @@ std::string to_string(const routing_geometry& g) {
            std::to_string(g.top_k);
 }
 
-std::size_t routing_record_bytes(const routing_geometry& g) noexcept {
-    return 8 + std::size_t{g.layers} * g.top_k * (2 + 4 + 2);
+std::size_t routing_record_bytes(const routing_geometry& g, std::uint32_t version) noexcept {
+    return 8 + std::size_t{g.layers} * g.top_k * (version >= 2 ? 2 + 4 + 2 + 2 : 2 + 4 + 2);
 }
 
 std::size_t routing_header_bytes(std::size_t name_bytes) noexcept { return fixed_header_bytes + name_bytes; }
@@ -127,7 +128,7 @@ std::vector<std::byte> encode_routing_header(const routing_header& h) {
     const auto name = h.model_name.substr(0, routing_max_name);
     const auto* m = reinterpret_cast<const std::byte*>(routing_magic);
     out.insert(out.end(), m, m + sizeof(routing_magic));
-    put(out, routing_version);
+    put(out, h.version);
     put(out, static_cast<std::uint32_t>(routing_header_bytes(name.size())));
     put(out, h.geometry.layers);
     put(out, h.geometry.experts);
@@ -141,7 +142,8 @@ std::vector<std::byte> encode_routing_header(const routing_header& h) {
 
 void encode_routing_record(const routing_geometry& g, std::uint32_t sequence, std::uint32_t position,
                            std::span<const std::uint16_t> ids, std::span<const float> weights,
-                           std::span<const std::uint16_t> predicted, std::vector<std::byte>& out) {
+                           std::span<const std::uint16_t> predicted, std::span<const std::uint16_t> predicted2,
+                           std::vector<std::byte>& out) {
     const std::size_t k = g.top_k;
     put(out, sequence);
     put(out, position);
@@ -154,6 +156,9 @@ void encode_routing_record(const routing_geometry& g, std::uint32_t sequence, st
         }
         for (std::size_t j = 0; j < k; ++j) {
             put(out, predicted[l * k + j]);
+        }
+        for (std::size_t j = 0; j < k; ++j) {
+            put(out, predicted2[l * k + j]);
         }
     }
 }
@@ -179,7 +184,8 @@ result<routing_trace> routing_trace::parse(std::span<const std::byte> b, const s
     routing_trace t;
     t.header_ = std::move(*header);
     const auto& g = t.header_.geometry;
-    const auto record = routing_record_bytes(g);
+    const auto record = routing_record_bytes(g, t.header_.version);
+    const bool depth2 = t.header_.version >= 2;
     const auto body = b.size() - at;
     if (t.header_.tokens > body / record) {
         return make_error(std::errc::invalid_argument,
@@ -198,6 +204,7 @@ result<routing_trace> routing_trace::parse(std::span<const std::byte> b, const s
     t.position_.resize(n);
     t.ids_.resize(n * per);
     t.predicted_.resize(n * per);
+    t.predicted2_.assign(n * per, no_expert);
     t.weights_.resize(n * per);
     for (std::size_t i = 0; i < n; ++i, at += record) {
         t.sequence_[i] = get<std::uint32_t>(b, at);
@@ -214,14 +221,17 @@ result<routing_trace> routing_trace::parse(std::span<const std::byte> b, const s
             for (std::uint32_t j = 0; j < g.top_k; ++j, p += 2) {
                 t.predicted_[dst + j] = get<std::uint16_t>(b, p);
             }
+            for (std::uint32_t j = 0; depth2 && j < g.top_k; ++j, p += 2) {
+                t.predicted2_[dst + j] = get<std::uint16_t>(b, p);
+            }
             for (std::uint32_t j = 0; j < g.top_k; ++j) {
-                const auto e = t.ids_[dst + j], q = t.predicted_[dst + j];
+                const auto e = t.ids_[dst + j], q = t.predicted_[dst + j], q2 = t.predicted2_[dst + j];
                 if ((e != no_expert && e >= g.experts) || (q != no_expert && q >= g.experts) ||
-                    !std::isfinite(t.weights_[dst + j])) {
-                    return make_error(std::errc::invalid_argument,
-                                      what + ": token " + std::to_string(i) + " layer " + std::to_string(l) +
-                                          ": expert id past " + std::to_string(g.experts - 1) +
-                                          " or a weight that is not finite");
+                    (q2 != no_expert && q2 >= g.experts) || !std::isfinite(t.weights_[dst + j])) {
+                    return make_error(std::errc::invalid_argument, what + ": token " + std::to_string(i) + " layer " +
+                                                                       std::to_string(l) + ": expert id past " +
+                                                                       std::to_string(g.experts - 1) +
+                                                                       " or a weight that is not finite");
                 }
             }
         }
@@ -246,8 +256,13 @@ std::span<const std::uint16_t> routing_trace::predicted(std::uint64_t t, std::ui
     return {predicted_.data() + at(t, layer), header_.geometry.top_k};
 }
 
+std::span<const std::uint16_t> routing_trace::predicted2(std::uint64_t t, std::uint32_t layer) const noexcept {
+    return {predicted2_.data() + at(t, layer), header_.geometry.top_k};
+}
+
 result<routing_file_writer> routing_file_writer::create(const std::filesystem::path& path, routing_header header) {
     header.tokens = 0;
+    header.version = routing_version;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         return make_errno_error(errno, path.string() + ": cannot create the routing recording");

@@ -1,7 +1,8 @@
-// A routing recording: per token and layer, the experts the router chose, their weights and the next layer's
-// predicted experts, in a small versioned binary file (docs/ROUTING.md). `routing_trace` is a whole recording in
-// memory, read and checked from a file; `routing_file_writer` appends token records to a file and keeps its header's
-// token count current. Files are untrusted input: every malformed one is refused with a message naming the field.
+// A routing recording: per token and layer, the experts the router chose, their weights and the experts predicted
+// for the next layer and (version 2) the layer after it, in a small versioned binary file (docs/ROUTING.md).
+// `routing_trace` is a whole recording in memory, read and checked from a file; `routing_file_writer` appends token
+// records to a file and keeps its header's token count current. Files are untrusted input: every malformed one is
+// refused with a message naming the field.
 #pragma once
 
 #include "sluice/error.hpp"
@@ -18,8 +19,8 @@ namespace sluice::experts {
 
 /// The file's first eight bytes.
 inline constexpr char routing_magic[8] = {'S', 'L', 'R', 'O', 'U', 'T', 'E', '\0'};
-/// The format version this build reads and writes.
-inline constexpr std::uint32_t routing_version = 1;
+/// The format version this build writes; it reads this one and version 1 (no prediction two layers ahead).
+inline constexpr std::uint32_t routing_version = 2;
 /// An expert slot with no choice (a layer without routed experts, or no prediction for the layer after it).
 inline constexpr std::uint16_t no_expert = 0xFFFF;
 /// Largest values a reader accepts (a file is untrusted input).
@@ -41,24 +42,27 @@ std::string to_string(const routing_geometry& g);
 /// What a recording's header says.
 struct routing_header {
     routing_geometry geometry;
-    std::uint64_t tokens = 0; ///< token records that follow the header
-    std::string model_name;   ///< the source model (general.name, else its file name)
+    std::uint64_t tokens = 0;                ///< token records that follow the header
+    std::string model_name;                  ///< the source model (general.name, else its file name)
+    std::uint32_t version = routing_version; ///< 1 or 2 (what a file says; the writer always writes 2)
 };
 
 /// Bytes of one token record: sequence and position (u32 each), then per layer k chosen experts (u16), k weights
-/// (f32) and k predicted experts of the next layer (u16).
-std::size_t routing_record_bytes(const routing_geometry& g) noexcept;
+/// (f32), k predicted experts of the next layer (u16) and, from version 2, k of the layer after it (u16).
+std::size_t routing_record_bytes(const routing_geometry& g, std::uint32_t version = routing_version) noexcept;
 
 /// Bytes of the header with a model name of `name_bytes`.
 std::size_t routing_header_bytes(std::size_t name_bytes) noexcept;
 
-/// The header in its file form.
+/// The header in its file form (its `version` as given: token records must match it).
 std::vector<std::byte> encode_routing_header(const routing_header& h);
 
-/// Appends one token's record to `out`. `ids`, `weights` and `predicted` hold layers x top_k entries each.
+/// Appends one token's version-2 record to `out`. `ids`, `weights`, `predicted` (the next layer's) and
+/// `predicted2` (the layer after's) hold layers x top_k entries each.
 void encode_routing_record(const routing_geometry& g, std::uint32_t sequence, std::uint32_t position,
                            std::span<const std::uint16_t> ids, std::span<const float> weights,
-                           std::span<const std::uint16_t> predicted, std::vector<std::byte>& out);
+                           std::span<const std::uint16_t> predicted, std::span<const std::uint16_t> predicted2,
+                           std::vector<std::byte>& out);
 
 /// A whole recording in memory.
 class routing_trace {
@@ -82,12 +86,16 @@ public:
     [[nodiscard]] std::span<const float> weights(std::uint64_t t, std::uint32_t layer) const noexcept;
     /// The experts of layer + 1 predicted at `layer` (no_expert: no prediction).
     [[nodiscard]] std::span<const std::uint16_t> predicted(std::uint64_t t, std::uint32_t layer) const noexcept;
+    /// The experts of layer + 2 predicted at `layer` (no_expert: no prediction; always so in a version-1 file).
+    [[nodiscard]] std::span<const std::uint16_t> predicted2(std::uint64_t t, std::uint32_t layer) const noexcept;
+    /// Whether the file holds predictions two layers ahead (version 2).
+    [[nodiscard]] bool has_depth2() const noexcept { return header_.version >= 2; }
 
 private:
     [[nodiscard]] std::size_t at(std::uint64_t t, std::uint32_t layer) const noexcept;
     routing_header header_;
     std::vector<std::uint32_t> sequence_, position_;
-    std::vector<std::uint16_t> ids_, predicted_;
+    std::vector<std::uint16_t> ids_, predicted_, predicted2_;
     std::vector<float> weights_;
 };
 

@@ -40,6 +40,7 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         moe.in_chunk.assign(hp.n_expert, 0);
         moe.fetch.reserve(hp.n_expert);
         moe.prediction.reserve(hp.n_expert);
+        moe.prediction2.reserve(hp.n_expert);
         for (auto& p : moe.parts) {
             p.assign(hp.n_expert, nullptr);
         }
@@ -49,6 +50,8 @@ forward_scratch::forward_scratch(const model_hparams& hp, std::uint32_t max_batc
         pred_weights.resize(b * top_k);
         pred_unique.reserve(hp.n_expert);
         pred_votes.reserve(hp.n_expert);
+        pred2_ids.resize(b * top_k);
+        pred2_unique.reserve(hp.n_expert);
     }
     if (hp.shared_expert) {
         sh_gate.resize(b * hp.n_ff_shexp);
@@ -162,6 +165,7 @@ struct detach_guard {
     ~detach_guard() {
         source->release_all(s->moe.fetch);
         source->release_all(s->moe.prediction);
+        source->release_all(s->moe.prediction2);
         source->detach();
     }
 };
@@ -178,6 +182,7 @@ boost::asio::awaitable<result<void>> forward_runner::forward(kv_cache& cache, st
     const auto executor = co_await boost::asio::this_coro::executor;
     scratch_.moe.fetch.bind(executor);
     scratch_.moe.prediction.bind(executor);
+    scratch_.moe.prediction2.bind(executor);
     experts_->attach(executor);
     const detach_guard guard{experts_, &scratch_};
     // A windowed layer's ring takes at most cache.max_append() new positions per batch.
@@ -218,6 +223,7 @@ boost::asio::awaitable<result<void>> forward_runner::forward_rows(kv_cache& cach
     const auto executor = co_await boost::asio::this_coro::executor;
     scratch_.moe.fetch.bind(executor);
     scratch_.moe.prediction.bind(executor);
+    scratch_.moe.prediction2.bind(executor);
     experts_->attach(executor);
     const detach_guard guard{experts_, &scratch_};
     const auto count = static_cast<std::uint32_t>(n);
@@ -252,6 +258,7 @@ boost::asio::awaitable<result<void>> forward_runner::forward_step(std::span<cons
     const auto executor = co_await boost::asio::this_coro::executor;
     scratch_.moe.fetch.bind(executor);
     scratch_.moe.prediction.bind(executor);
+    scratch_.moe.prediction2.bind(executor);
     experts_->attach(executor);
     const detach_guard guard{experts_, &scratch_};
     co_return co_await run_batch(step_tokens_, step_segments_, step_logits_, prediction_limit,

@@ -73,6 +73,8 @@ struct forward_scratch {
     std::vector<float> pred_weights;   ///< (unused weights of the choice) [batch][k]
     std::vector<std::int32_t> pred_unique; ///< the distinct predicted experts
     std::vector<std::pair<std::int32_t, std::int32_t>> pred_votes; ///< (minus votes, expert) when over the limit
+    std::vector<std::int32_t> pred2_ids;                           ///< the prediction two MoE layers ahead [batch][k]
+    std::vector<std::int32_t> pred2_unique;                        ///< its distinct experts
 
     /// Prepared activations, named by what they hold.
     prepared_slots block_in;      ///< a block's normalised input [batch][n_embd]: q/k/v, FFN and expert gate/up,
@@ -89,6 +91,7 @@ struct forward_scratch {
         std::vector<std::uint8_t> in_chunk;     ///< per unique expert: computed by the chunk in progress
         experts::expert_batch fetch;            ///< the layer's chosen experts
         experts::expert_batch prediction;       ///< the next MoE layer's predicted experts
+        experts::expert_batch prediction2;      ///< the predicted experts of the MoE layer after it (depth 2)
         /// Expert id -> weight pointers of the experts in the chunk, per part (what matmul_experts reads).
         std::array<std::vector<const void*>, experts::max_expert_parts> parts;
         std::vector<std::int32_t> chunk_expert; ///< selections computed in the current chunk: expert,

@@ -1,8 +1,8 @@
 // The mixture-of-experts block: route, fetch the chosen experts from the expert source (ready at once when in
-// memory, else as their reads end) and prefetch the next layer's predicted ones behind it, so their reads
-// overlap this layer's compute; run the ready experts in chunks while the others are read, and stall on the
-// fetch when only waiting ones are left: the runner awaits it and resumes here (moe_resume). Combine once every
-// chosen expert has run.
+// memory, else as their reads end) and prefetch the next layer's predicted ones behind it (and, at prediction
+// depth 2, the layer after's in a second batch behind those), so their reads overlap this layer's compute; run the
+// ready experts in chunks while the others are read, and stall on the fetch when only waiting ones are left: the runner
+// awaits it and resumes here (moe_resume). Combine once every chosen expert has run.
 #include "runtime/models/blocks.hpp"
 
 #include "kernels/ops.hpp"
@@ -80,56 +80,56 @@ void choose_experts(layer_context& ctx, std::uint32_t il, const detail::prepared
     m.sync(); // every token's choice is written before anyone reads them all
 }
 
-// The next MoE layer's predicted choice: its router applied to this layer's residual stream (normalised with
-// its own norm), each token's top-k into s.pred_ids. Whether there is one: a next MoE layer, and a source that
-// prefetches or a routing log that records it.
-bool predict_next(layer_context& ctx, std::uint32_t il, const team_member& m) {
+// The predicted choice of MoE layer il + ahead: its router applied to layer il's residual stream (normalised
+// with layer il + ahead's own norm), each token's top-k into `ids`. Whether there is one: such a MoE layer, and
+// a source that prefetches that far ahead or a routing log (which records depth 1 and 2).
+bool predict_ahead(layer_context& ctx, std::uint32_t il, std::uint32_t ahead, std::int32_t* ids, const team_member& m) {
     const auto& hp = ctx.hparams();
     auto& s = ctx.scratch();
-    const std::uint32_t next = il + 1;
-    const bool wanted = ctx.experts().wants_prediction() || ctx.routing != nullptr;
-    if (!wanted || next >= hp.n_layer || !ctx.layer(next).router) {
+    const std::uint32_t target = il + ahead;
+    const bool wanted = ctx.experts().prediction_depth() >= ahead || ctx.routing != nullptr;
+    if (!wanted || target >= hp.n_layer || !ctx.layer(target).router) {
         return false;
     }
-    const auto in = plan_input(s.prediction_in, {ctx.layer(next).router.type}, hp.n_embd, ctx.n_tokens);
-    choose_experts(ctx, next, in, {s.pred_xn.data(), s.pred_router.data(), s.pred_ids.data(), s.pred_weights.data()},
-                   m);
+    const auto in = plan_input(s.prediction_in, {ctx.layer(target).router.type}, hp.n_embd, ctx.n_tokens);
+    choose_experts(ctx, target, in, {s.pred_xn.data(), s.pred_router.data(), ids, s.pred_weights.data()}, m);
     return true;
 }
 
-// Member 0: the distinct predicted experts into s.pred_unique (entries below 0 are no prediction). Over `limit`
-// (0: none), only the `limit` experts most tokens predicted are kept, so that a step of many sequences does not
-// prefetch nearly every expert of the next layer.
-void distinct_predicted(forward_scratch& s, std::size_t n_tok, std::size_t k, std::size_t limit) {
-    s.pred_unique.clear();
+// Member 0: the distinct predicted experts of `pred` ([token][k]) into `unique` (entries below 0 are no
+// prediction). Over `limit` (0: none), only the `limit` experts most tokens predicted are kept, so that a step of
+// many sequences does not prefetch nearly every expert of the next layer.
+void distinct_predicted(forward_scratch& s, const std::vector<std::int32_t>& pred, std::vector<std::int32_t>& unique,
+                        std::size_t n_tok, std::size_t k, std::size_t limit) {
+    unique.clear();
     for (std::size_t sel = 0; sel < n_tok * k; ++sel) {
-        if (s.pred_ids[sel] >= 0) {
-            s.pred_unique.push_back(s.pred_ids[sel]);
+        if (pred[sel] >= 0) {
+            unique.push_back(pred[sel]);
         }
     }
-    std::sort(s.pred_unique.begin(), s.pred_unique.end());
-    if (limit == 0 || s.pred_unique.size() <= limit) {
-        s.pred_unique.erase(std::unique(s.pred_unique.begin(), s.pred_unique.end()), s.pred_unique.end());
+    std::sort(unique.begin(), unique.end());
+    if (limit == 0 || unique.size() <= limit) {
+        unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
         return;
     }
     // Votes per distinct expert (the sorted list's runs), the most voted first, ties to the lower id.
     std::vector<std::pair<std::int32_t, std::int32_t>>& votes = s.pred_votes;
     votes.clear();
-    for (std::size_t i = 0; i < s.pred_unique.size();) {
+    for (std::size_t i = 0; i < unique.size();) {
         std::size_t j = i;
-        while (j < s.pred_unique.size() && s.pred_unique[j] == s.pred_unique[i]) {
+        while (j < unique.size() && unique[j] == unique[i]) {
             ++j;
         }
-        votes.emplace_back(-static_cast<std::int32_t>(j - i), s.pred_unique[i]);
+        votes.emplace_back(-static_cast<std::int32_t>(j - i), unique[i]);
         i = j;
     }
     const std::size_t keep = std::min(limit, votes.size());
     std::partial_sort(votes.begin(), votes.begin() + static_cast<std::ptrdiff_t>(keep), votes.end());
-    s.pred_unique.clear();
+    unique.clear();
     for (std::size_t i = 0; i < keep; ++i) {
-        s.pred_unique.push_back(votes[i].second);
+        unique.push_back(votes[i].second);
     }
-    std::sort(s.pred_unique.begin(), s.pred_unique.end());
+    std::sort(unique.begin(), unique.end());
 }
 
 // Member 0: each row's chosen experts into its sequence's cache, for the caches that keep routing.
@@ -150,32 +150,42 @@ void keep_routing(layer_context& ctx, std::uint32_t il) {
     }
 }
 
-// The choice of every token and the next layer's prediction; then member 0 fetches the chosen experts and
-// replaces the prediction of this layer (now chosen, or not) with that of the next: the next layer's reads
-// queue behind this layer's.
+// The choice of every token and the predictions one and two layers ahead; then member 0 fetches the chosen
+// experts and replaces the prediction of this layer (now chosen, or not) with that of the next: the next
+// layer's reads queue behind this layer's, and at depth 2 the reads of the layer after queue behind those, in
+// a second batch of at most top_k experts (the most predicted), so they never run ahead of nearer needs.
 void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& in, const team_member& m) {
     const auto& hp = ctx.hparams();
     auto& s = ctx.scratch();
     choose_experts(ctx, il, in, {s.xn.data(), s.router.data(), s.ids.data(), s.weights.data()}, m);
-    bool predicted = predict_next(ctx, il, m);
+    bool predicted = predict_ahead(ctx, il, 1, s.pred_ids.data(), m);
+    bool predicted2 = predict_ahead(ctx, il, 2, s.pred2_ids.data(), m);
     if (m.index == 0) {
         const std::size_t n_sel = std::size_t{ctx.n_tokens} * hp.n_expert_used;
         if (ctx.routing != nullptr) { // recorded as chosen, or replaced by a recording's choice
             ctx.routing->log->on_layer(*ctx.routing, il, {s.ids.data(), n_sel}, {s.weights.data(), n_sel},
-                                       {s.pred_ids.data(), n_sel}, predicted);
+                                       {s.pred_ids.data(), n_sel}, predicted, {s.pred2_ids.data(), n_sel}, predicted2);
         }
         keep_routing(ctx, il);
         distinct_experts(s, ctx.n_tokens, hp.n_expert_used);
-        if (predicted) {
-            distinct_predicted(s, ctx.n_tokens, hp.n_expert_used, ctx.prediction_limit);
-        } else {
-            s.pred_unique.clear();
-        }
         auto& src = ctx.experts();
+        const std::uint32_t depth = src.prediction_depth();
+        s.pred_unique.clear();
+        s.pred2_unique.clear();
+        if (predicted && depth >= 1) {
+            distinct_predicted(s, s.pred_ids, s.pred_unique, ctx.n_tokens, hp.n_expert_used, ctx.prediction_limit);
+        }
+        if (predicted2 && depth >= 2) {
+            distinct_predicted(s, s.pred2_ids, s.pred2_unique, ctx.n_tokens, hp.n_expert_used, hp.n_expert_used);
+        }
         src.fetch(s.moe.fetch, il, s.moe.unique_ids);
         src.release_all(s.moe.prediction);
-        if (src.wants_prediction() && !s.pred_unique.empty()) {
+        if (!s.pred_unique.empty()) {
             src.prefetch(s.moe.prediction, il + 1, s.pred_unique);
+        }
+        src.release_all(s.moe.prediction2);
+        if (!s.pred2_unique.empty()) {
+            src.prefetch_ahead(s.moe.prediction2, il + 2, s.pred2_unique, 2);
         }
     }
     m.sync();

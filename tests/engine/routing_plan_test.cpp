@@ -24,7 +24,7 @@ experts::routing_trace one_layer_trace(const std::vector<std::uint16_t>& chosen)
         const std::uint16_t ids[] = {e};
         const float weights[] = {1.0f};
         const std::uint16_t predicted[] = {experts::no_expert};
-        experts::encode_routing_record(g, 0, pos++, ids, weights, predicted, bytes);
+        experts::encode_routing_record(g, 0, pos++, ids, weights, predicted, predicted, bytes);
     }
     auto t = experts::routing_trace::parse(bytes, "test.routing");
     EXPECT_TRUE(t) << t.error().message;
@@ -115,7 +115,8 @@ experts::routing_trace two_layer_trace(const std::vector<std::uint16_t>& first,
         const std::uint16_t ids[] = {first[t], second[t]};
         const float weights[] = {1.0f, 1.0f};
         const std::uint16_t predicted[] = {second[t], experts::no_expert};
-        experts::encode_routing_record(g, 0, static_cast<std::uint32_t>(t), ids, weights, predicted, bytes);
+        const std::uint16_t predicted2[] = {experts::no_expert, experts::no_expert};
+        experts::encode_routing_record(g, 0, static_cast<std::uint32_t>(t), ids, weights, predicted, predicted2, bytes);
     }
     auto t = experts::routing_trace::parse(bytes, "test.routing");
     EXPECT_TRUE(t) << t.error().message;

@@ -42,23 +42,36 @@ public:
         prefetched.emplace_back(layer, std::vector<std::int32_t>(ids.begin(), ids.end()));
         inner_->prefetch(batch, layer, ids);
     }
+    void prefetch_ahead(experts::expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
+                        std::uint32_t ahead) override {
+        if (ahead == 1) {
+            prefetch(batch, layer, ids);
+            return;
+        }
+        prefetched2.emplace_back(layer, std::vector<std::int32_t>(ids.begin(), ids.end()));
+        inner_->prefetch_ahead(batch, layer, ids, ahead);
+    }
     void release(experts::expert_batch& batch, std::size_t i) noexcept override { inner_->release(batch, i); }
     [[nodiscard]] bool wants_prediction() const noexcept override { return true; }
+    [[nodiscard]] std::uint32_t prediction_depth() const noexcept override { return depth; }
 
-    std::vector<std::pair<std::uint32_t, std::vector<std::int32_t>>> fetched, prefetched;
+    std::uint32_t depth = 1;
+    std::vector<std::pair<std::uint32_t, std::vector<std::int32_t>>> fetched, prefetched, prefetched2;
 
 private:
     experts::expert_source* inner_;
 };
 
 struct pass {
-    std::vector<std::pair<std::uint32_t, std::vector<std::int32_t>>> fetched, prefetched;
+    std::vector<std::pair<std::uint32_t, std::vector<std::int32_t>>> fetched, prefetched, prefetched2;
     std::vector<float> logits;
 };
 
-// A prefill of 12 tokens then 6 single-token steps through a fresh runner on `m`, routing through `log`.
-pass run_tokens(const std::shared_ptr<model>& m, experts::routing_log* log) {
+// A prefill of 12 tokens then 6 single-token steps through a fresh runner on `m`, routing through `log`, with
+// predictions `depth` layers ahead.
+pass run_tokens(const std::shared_ptr<model>& m, experts::routing_log* log, std::uint32_t depth = 1) {
     logging_experts source(m->experts());
+    source.depth = depth;
     models::forward_runner runner(m->arch(), m->hparams(), m->weights(), m->pool(), source, 16);
     runner.set_routing(log);
     models::kv_cache cache(models::cache_layout_of(m->arch(), m->hparams()), 64);
@@ -80,14 +93,16 @@ pass run_tokens(const std::shared_ptr<model>& m, experts::routing_log* log) {
     }
     out.fetched = std::move(source.fetched);
     out.prefetched = std::move(source.prefetched);
+    out.prefetched2 = std::move(source.prefetched2);
     return out;
 }
 
-std::filesystem::path record(const std::shared_ptr<model>& m, const std::string& name, pass* result = nullptr) {
+std::filesystem::path record(const std::shared_ptr<model>& m, const std::string& name, pass* result = nullptr,
+                             std::uint32_t depth = 1) {
     const auto path = scratch_dir() / name;
     auto log = experts::routing_log::open(path, {}, geometry_of(*m), "recorder");
     EXPECT_TRUE(log) << log.error().message;
-    auto p = run_tokens(m, log->get());
+    auto p = run_tokens(m, log->get(), depth);
     if (result) {
         *result = std::move(p);
     }
@@ -137,9 +152,82 @@ TEST(routing, the_recording_holds_what_the_forward_pass_fetched_and_prefetched) 
             sum += w;
         }
         EXPECT_GT(sum, 0.0f);
-        // Every layer but the last predicted its successor.
+        // Every layer but the last predicted its successor, every layer but the last two the layer after.
         EXPECT_EQ(trace.predicted(0, l)[0] == experts::no_expert, l + 1 == g.layers) << "layer " << l;
+        EXPECT_EQ(trace.predicted2(0, l)[0] == experts::no_expert, l + 2 >= g.layers) << "layer " << l;
     }
+    EXPECT_TRUE(trace.has_depth2());
+    EXPECT_EQ(trace.header().version, experts::routing_version);
+}
+
+/// The distinct experts of `ids`, sorted (what the forward pass fetches or prefetches for one token).
+std::vector<std::int32_t> distinct(std::span<const std::uint16_t> ids) {
+    std::vector<std::int32_t> out(ids.begin(), ids.end());
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+TEST(routing, depth_two_prefetches_what_two_layers_ahead_predicted_and_the_recording_holds_it) {
+    const auto m = load_model(bundled_model(), 16);
+    ASSERT_GE(m->hparams().n_layer, 3u);
+    pass recorded;
+    const auto path = record(m, "depth2.routing", &recorded, 2);
+    const auto trace = experts::routing_trace::load(path).value();
+    const auto& g = trace.geometry();
+    // The decode steps (one token each): at layer l the forward pass prefetched, two layers ahead, the experts the
+    // recording says layer l predicted for layer l + 2, after prefetching those it predicted for layer l + 1.
+    std::vector<std::pair<std::uint32_t, std::vector<std::int32_t>>> expected1, expected2;
+    for (std::uint64_t t = 12; t < trace.size(); ++t) {
+        for (std::uint32_t l = 0; l + 1 < g.layers; ++l) {
+            expected1.emplace_back(l + 1, distinct(trace.predicted(t, l)));
+            if (l + 2 < g.layers) {
+                expected2.emplace_back(l + 2, distinct(trace.predicted2(t, l)));
+            }
+        }
+    }
+    auto tail = [](const auto& v, std::size_t n) {
+        return std::vector(v.end() - static_cast<std::ptrdiff_t>(n), v.end());
+    };
+    ASSERT_GE(recorded.prefetched.size(), expected1.size());
+    ASSERT_GE(recorded.prefetched2.size(), expected2.size());
+    EXPECT_EQ(tail(recorded.prefetched, expected1.size()), expected1);
+    EXPECT_EQ(tail(recorded.prefetched2, expected2.size()), expected2);
+
+    // Replayed at depth 2 the recording's depth-2 predictions are what is prefetched; at depth 1 nothing is.
+    auto replay = experts::routing_log::open({}, path, g, "");
+    ASSERT_TRUE(replay) << replay.error().message;
+    const auto again = run_tokens(m, replay->get(), 2);
+    EXPECT_EQ(again.fetched, recorded.fetched);
+    EXPECT_EQ(again.prefetched, recorded.prefetched);
+    EXPECT_EQ(again.prefetched2, recorded.prefetched2);
+    EXPECT_EQ(again.logits, recorded.logits);
+    auto replay1 = experts::routing_log::open({}, path, g, "");
+    const auto depth1 = run_tokens(m, replay1->get(), 1);
+    EXPECT_TRUE(depth1.prefetched2.empty());
+    EXPECT_EQ(depth1.prefetched, recorded.prefetched);
+    EXPECT_EQ(depth1.logits, recorded.logits); // prediction depth changes what is read, never what is computed
+}
+
+/// `v2` (a version-2 recording's bytes) in version 1: the same header but the version, each layer's prediction
+/// two layers ahead left out.
+std::vector<std::byte> as_version1(std::span<const std::byte> v2, const experts::routing_trace& t) {
+    const auto& g = t.geometry();
+    const auto header = experts::routing_header_bytes(t.header().model_name.size());
+    std::vector<std::byte> out(v2.begin(), v2.begin() + static_cast<std::ptrdiff_t>(header));
+    const std::uint32_t one = 1;
+    std::memcpy(out.data() + 8, &one, sizeof one);
+    const std::size_t k = g.top_k, layer_v2 = k * 10, layer_v1 = k * 8;
+    for (std::uint64_t i = 0; i < t.size(); ++i) {
+        const auto* rec = v2.data() + header + i * experts::routing_record_bytes(g, 2);
+        out.insert(out.end(), rec, rec + 8);
+        for (std::uint32_t l = 0; l < g.layers; ++l) {
+            const auto* layer = rec + 8 + l * layer_v2;
+            out.insert(out.end(), layer, layer + layer_v1);
+        }
+    }
+    EXPECT_EQ(out.size(), header + t.size() * experts::routing_record_bytes(g, 1));
+    return out;
 }
 
 TEST(routing, replay_on_another_file_of_the_same_geometry_follows_the_recording) {
@@ -263,7 +351,8 @@ TEST(routing, garbage_and_corrupt_fields_are_refused_naming_the_field) {
         std::memcpy(b.data() + at, &v, sizeof v);
         return parse_error(b);
     };
-    EXPECT_NE(with(8, 2).find("version 2 is not supported"), std::string::npos);
+    EXPECT_NE(with(8, 3).find("version 3 is not supported"), std::string::npos);
+    EXPECT_NE(with(8, 0).find("version 0 is not supported"), std::string::npos);
     EXPECT_NE(with(16, 0).find("layers 0"), std::string::npos);
     EXPECT_NE(with(20, 70000).find("experts 70000"), std::string::npos);
     EXPECT_NE(with(24, 1000).find("top_k 1000"), std::string::npos);
@@ -278,6 +367,53 @@ TEST(routing, garbage_and_corrupt_fields_are_refused_naming_the_field) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     std::memcpy(bad_weight.data() + header + 8 + 2 * m->hparams().n_expert_used, &nan, sizeof nan);
     EXPECT_NE(parse_error(bad_weight).find("not finite"), std::string::npos);
+}
+
+TEST(routing, a_version_1_recording_still_reads_and_replays_without_depth_two) {
+    const auto m = load_model(bundled_model(), 16);
+    pass recorded;
+    const auto path = record(m, "for-v1.routing", &recorded, 2);
+    const auto v2 = read_bytes(path);
+    const auto t2 = experts::routing_trace::parse(v2, "v2").value();
+    const auto v1 = as_version1(v2, t2);
+    auto t1 = experts::routing_trace::parse(v1, "v1");
+    ASSERT_TRUE(t1) << t1.error().message;
+    EXPECT_EQ(t1->header().version, 1u);
+    EXPECT_FALSE(t1->has_depth2());
+    ASSERT_EQ(t1->size(), t2.size());
+    for (std::uint64_t t = 0; t < t1->size(); ++t) {
+        for (std::uint32_t l = 0; l < t1->geometry().layers; ++l) {
+            EXPECT_TRUE(std::ranges::equal(t1->experts(t, l), t2.experts(t, l)));
+            EXPECT_TRUE(std::ranges::equal(t1->weights(t, l), t2.weights(t, l)));
+            EXPECT_TRUE(std::ranges::equal(t1->predicted(t, l), t2.predicted(t, l)));
+            EXPECT_TRUE(std::ranges::all_of(t1->predicted2(t, l), [](auto e) { return e == experts::no_expert; }));
+        }
+    }
+    // Its statistics have no depth-2 recall; the others are the version-2 file's.
+    const auto s1 = experts::mean_statistics(experts::routing_statistics(*t1));
+    const auto s2 = experts::mean_statistics(experts::routing_statistics(t2));
+    EXPECT_EQ(s1.predicted2, 0u);
+    EXPECT_GT(s2.predicted2, 0u);
+    EXPECT_GT(s2.prediction2_recall, 0.0);
+    EXPECT_EQ(s1.prediction_recall, s2.prediction_recall);
+    // Replayed at depth 2 it prefetches nothing two layers ahead, and the rest as recorded.
+    const auto v1_path = scratch_dir() / "v1.routing";
+    {
+        std::ofstream out(v1_path, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(v1.data()), static_cast<std::streamsize>(v1.size()));
+    }
+    auto replay = experts::routing_log::open({}, v1_path, geometry_of(*m), "");
+    ASSERT_TRUE(replay) << replay.error().message;
+    const auto replayed = run_tokens(m, replay->get(), 2);
+    EXPECT_EQ(replayed.fetched, recorded.fetched);
+    EXPECT_EQ(replayed.prefetched, recorded.prefetched);
+    EXPECT_TRUE(replayed.prefetched2.empty());
+    // A version-1 file cut short, or a version-1 header on a version-2 body, is refused.
+    EXPECT_NE(parse_error(std::span(v1).first(v1.size() - 1)).find("truncated"), std::string::npos);
+    auto v1_header_on_v2 = v2;
+    const std::uint32_t one = 1;
+    std::memcpy(v1_header_on_v2.data() + 8, &one, sizeof one);
+    EXPECT_NE(parse_error(v1_header_on_v2).find("wrong size"), std::string::npos);
 }
 
 TEST(routing, a_recording_of_another_geometry_is_refused) {

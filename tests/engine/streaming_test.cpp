@@ -69,10 +69,12 @@ std::shared_ptr<model> load(const std::filesystem::path& path, model_options o) 
 }
 
 std::shared_ptr<model> load_streaming(const std::filesystem::path& path, std::uint64_t slots, std::uint32_t n_batch,
-                                      bool prefetch = true, experts::cache_policy policy = experts::cache_policy::lru) {
+                                      bool prefetch = true, experts::cache_policy policy = experts::cache_policy::lru,
+                                      std::uint32_t prefetch_depth = 1) {
     auto o = base_options(n_batch);
     o.memory_budget = budget_for_slots(path, slots, o);
     o.prefetch = prefetch;
+    o.prefetch_depth = prefetch_depth;
     o.cache_policy = policy;
     auto m = load(path, o);
     EXPECT_TRUE(m->plan().streams());
@@ -194,6 +196,49 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
         EXPECT_EQ(*evaluate(other, tokens, false), *expected_batched);
         EXPECT_EQ(generate(other, 7, 1.0f).tokens, sampled.tokens);
         EXPECT_GT(other->expert_counters().evictions, 0u);
+    }
+}
+
+TEST_P(every_moe_arch, prefetch_two_layers_ahead_keeps_the_output_and_counts_its_reads_apart) {
+    const auto path = tiny_model(GetParam().arch, GetParam().type);
+    const auto tokens = random_tokens(40, 3);
+    const auto resident = load(path, base_options(16));
+    const auto expected_batched = evaluate(resident, tokens, false);
+    const auto expected_single = evaluate(resident, tokens, true);
+    ASSERT_TRUE(expected_batched && expected_single);
+    const auto greedy = generate(resident, 1, 0.0f);
+    const auto sampled = generate(resident, 7, 1.0f);
+    const auto& hp = resident->hparams();
+    const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
+    for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2}) {
+        SCOPED_TRACE("slots " + std::to_string(slots));
+        for (const std::uint32_t depth : {1u, 2u}) {
+            SCOPED_TRACE("depth " + std::to_string(depth));
+            const auto m = load_streaming(path, slots, 16, true, experts::cache_policy::lru2, depth);
+            EXPECT_EQ(*evaluate(m, tokens, false), *expected_batched);
+            EXPECT_EQ(*evaluate(m, tokens, true), *expected_single);
+            EXPECT_EQ(generate(m, 1, 0.0f).tokens, greedy.tokens);
+            EXPECT_EQ(generate(m, 7, 1.0f).tokens, sampled.tokens);
+            const auto c = m->expert_counters();
+            EXPECT_EQ(c.read_failures, 0u);
+            EXPECT_GT(c.prefetch_issued, 0u);
+            EXPECT_LE(c.prefetch_used + c.prefetch_wasted, c.prefetch_issued);
+            if (depth == 1 || hp.n_layer - hp.routing.leading_dense < 3) {
+                EXPECT_EQ(c.prefetch2_issued, 0u);
+                continue;
+            }
+            // Depth 2 reads experts of its own, and counts them apart (a part of the totals). The smallest cache
+            // (each layer's fetch and the next layer's prediction fill it) may have no room left for it.
+            const bool room = slots > std::uint64_t{2} * hp.n_expert_used;
+            if (room) {
+                EXPECT_GT(c.prefetch2_issued, 0u);
+                EXPECT_GT(c.prefetch2_used + c.prefetch2_wasted, 0u) << c.prefetch2_issued << " issued";
+            }
+            EXPECT_LE(c.prefetch2_issued, c.prefetch_issued);
+            EXPECT_LE(c.prefetch2_used + c.prefetch2_wasted, c.prefetch2_issued);
+            EXPECT_LE(c.prefetch2_used, c.prefetch_used);
+            EXPECT_LE(c.prefetch2_wasted, c.prefetch_wasted);
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Trains one routing donor, a small MoE language model with a real model's routing geometry, and records its
-routing over held-out text in Sluice's SLROUTE v1 format (docs/ROUTING.md).
+routing over held-out text in Sluice's SLROUTE v2 format (docs/ROUTING.md).
 
 A donor keeps what decides the routing statistics of the model it stands for: the layer count, experts per layer,
 experts per token, the shared expert, the router's scoring and the load-balancing loss. Everything else is small
@@ -17,9 +17,10 @@ router probability, softmax over all experts), per layer, averaged over layers, 
 router_aux_loss_coef (read from transformers' config class when it is there).
 
 The recording: per token and layer, the chosen experts in router order (descending score), their combine weights
-(rounded to bfloat16 precision, stored as f32), and the next layer's prediction as Sluice computes it
-(runtime/models/moe_block.cpp, predict_next): the next layer's norm and router applied to this layer's residual
-stream at the input of its MoE block, then the next layer's top-k; the last layer predicts nothing (0xFFFF).
+(rounded to bfloat16 precision, stored as f32), and the predictions one and two layers ahead as Sluice computes
+them (runtime/models/moe_block.cpp, predict_ahead): layer L+1's (L+2's) norm and router applied to layer L's
+residual stream at the input of its MoE block, then that layer's top-k; where there is no such layer the
+prediction is 0xFFFF.
 
     donor.py --family qwen3-30b-a3b --data data.pt --out DIR [--steps N] [--time-budget SECONDS] [--seed 1]
 """
@@ -235,16 +236,17 @@ class Donor(nn.Module):
         for i, b in enumerate(self.blocks):
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=tokens.is_cuda):
                 x = x + self.attn_out(b, x, cos, sin)
-            pred = None
-            if record and i + 1 < len(self.blocks):
-                nxt = self.blocks[i + 1].moe
-                _, pred, _ = nxt.route(nxt.norm(x).reshape(-1, D_MODEL))
-                pred = pred.view(B, T, -1)
+            preds = [None, None]
+            for ahead in (1, 2):
+                if record and i + ahead < len(self.blocks):
+                    nxt = self.blocks[i + ahead].moe
+                    _, pred, _ = nxt.route(nxt.norm(x).reshape(-1, D_MODEL))
+                    preds[ahead - 1] = pred.view(B, T, -1)
             y, aux, ids, w = b.moe(x)
             x = x + y
             aux_total = aux_total + aux
             if record:
-                trace.append((ids, w, pred))
+                trace.append((ids, w, preds[0], preds[1]))
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=tokens.is_cuda):
             logits = F.linear(self.norm(x), self.embed.weight)
         return logits, aux_total / len(self.blocks), trace
@@ -259,28 +261,30 @@ def lm_loss(logits, targets):
 
 
 def write_recording(path, name, fam, trace_per_seq):
-    """SLROUTE v1: header, then one record per token (docs/ROUTING.md)."""
+    """SLROUTE v2: header, then one record per token (docs/ROUTING.md)."""
     L, E, k = fam["layers"], fam["experts"], fam["top_k"]
     rec = np.dtype([("seq", "<u4"), ("pos", "<u4"),
-                    ("layers", [("ids", "<u2", (k,)), ("w", "<f4", (k,)), ("pred", "<u2", (k,))], (L,))])
-    assert rec.itemsize == 8 + L * k * 8
+                    ("layers", [("ids", "<u2", (k,)), ("w", "<f4", (k,)), ("pred", "<u2", (k,)),
+                                ("pred2", "<u2", (k,))], (L,))])
+    assert rec.itemsize == 8 + L * k * 10
     records = []
     for seq, trace in enumerate(trace_per_seq):
         T = trace[0][0].shape[0]
         r = np.zeros(T, dtype=rec)
         r["seq"] = seq
         r["pos"] = np.arange(T)
-        for l, (ids, w, pred) in enumerate(trace):
+        for l, (ids, w, pred, pred2) in enumerate(trace):
             r["layers"]["ids"][:, l] = ids
             # bfloat16 precision (round to nearest even), kept as f32: compresses, and bf16 is what inference uses
             bits = w.astype("<f4").view("<u4").astype(np.uint64)
             bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype("<u4")
             r["layers"]["w"][:, l] = bits.view("<f4")
             r["layers"]["pred"][:, l] = 0xFFFF if pred is None else pred
+            r["layers"]["pred2"][:, l] = 0xFFFF if pred2 is None else pred2
         records.append(r)
     data = np.concatenate(records)
     nb = name.encode("utf-8")
-    header = (b"SLROUTE\0" + np.array([1, 40 + len(nb), L, E, k, len(nb)], dtype="<u4").tobytes()
+    header = (b"SLROUTE\0" + np.array([2, 40 + len(nb), L, E, k, len(nb)], dtype="<u4").tobytes()
               + np.array([len(data)], dtype="<u8").tobytes() + nb)
     with open(path, "wb") as f:
         f.write(header)
@@ -374,7 +378,8 @@ def main():
         for seq in data["record"]:
             _, _, trace = model(seq.to(dev).long()[None, :], record=True)
             traces.append([(ids[0].cpu().numpy(), w[0].float().cpu().numpy(),
-                            None if p is None else p[0].cpu().numpy()) for ids, w, p in trace])
+                            None if p is None else p[0].cpu().numpy(),
+                            None if p2 is None else p2[0].cpu().numpy()) for ids, w, p, p2 in trace])
     name = (f"routing donor {args.family} ({fam['layers']} layers x {fam['experts']} experts, top-{fam['top_k']}"
             f"{', shared expert' if fam['shared_ff'] else ''}; hidden {D_MODEL}; {step} steps, seed {args.seed})")
     path = os.path.join(args.out, f"{args.family}.routing")
