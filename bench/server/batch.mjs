@@ -3,8 +3,11 @@
 // idle server and while LONG long ones decode. Node's own fetch, SSE parsed by hand; prints one JSON object.
 // Any server with an OpenAI-compatible streamed /v1/completions that takes `ignore_eos` works (llama-server too);
 // the profile lines need sluice's /metrics and read zeros elsewhere. --ttft 0 skips the time-to-first-token part.
+// --short-prompts same sends one short prompt every time (a repeat finds its prefix, and on a streamed server its
+// experts, cached when the server is idle); distinct (the default) sends a prompt not sent before, so the idle and
+// the loaded requests both start from an uncached prompt, as a new user's request does.
 // Usage: node batch.mjs --url URL [--levels 1,2,4,8,16] [--tokens 32] [--long 7] [--long-tokens 256] [--rounds 1]
-//        [--ttft 1]
+//        [--ttft 1] [--short-prompts distinct|same]
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
     if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
     return acc;
@@ -16,6 +19,11 @@ const longCount = Number(args.long ?? 7);
 const longTokens = Number(args['long-tokens'] ?? 256);
 const rounds = Number(args.rounds ?? 1);
 const ttft = (args.ttft ?? '1') !== '0';
+const shortPrompts = args['short-prompts'] ?? 'distinct';
+if (shortPrompts !== 'distinct' && shortPrompts !== 'same') {
+    console.error(`--short-prompts must be distinct or same, not ${shortPrompts}`);
+    process.exit(2);
+}
 
 const prompts = ['The history of the', 'In the beginning', 'A short story about', 'The quick brown fox',
                  'Once upon a time', 'The river flows', 'Numbers and letters', 'Under the old bridge'];
@@ -137,9 +145,17 @@ if (!ttft) {
 // Where one short request's first token waited (sluice's /metrics around it): its prefill steps, the time from its
 // arrival to their start (waiting for the step in progress to reach a layer boundary), their own time and their
 // expert waits, and what the disk read meanwhile (its reads and the decoders' together).
+const shortTopics = ['rain', 'iron', 'glass', 'bread', 'salt', 'paper', 'stone', 'sugar', 'copper', 'cotton',
+                     'honey', 'clay'];
+let shortSent = 0;
+function shortPrompt() {
+    if (shortPrompts === 'same') return 'What is 2 + 2?';
+    const topic = shortTopics[shortSent % shortTopics.length];
+    return `Where does ${topic} come from? Answer ${++shortSent}:`;
+}
 async function shortRequest() {
     const before = await counters();
-    const r = await stream('What is 2 + 2?', 2);
+    const r = await stream(shortPrompt(), 2);
     const after = await counters();
     const d = (k) => (after[k] ?? 0) - (before[k] ?? 0);
     return { ttft_ms: r.ttft, prefill_steps: d('sluice_batch_prefill_steps_total'),
@@ -179,7 +195,7 @@ for (let r = 0; r < 3; ++r) {
 }
 controller.abort();
 await Promise.all(longs);
-report.ttft = { idle_ms: median(idle), under_load_ms: median(loaded), long_streams: longCount,
+report.ttft = { idle_ms: median(idle), under_load_ms: median(loaded), long_streams: longCount, short_prompts: shortPrompts,
                 ratio: median(loaded) / median(idle), idle_requests: idleDetail, loaded_requests: loadedDetail };
 console.error(`time to first token: idle ${report.ttft.idle_ms.toFixed(1)} ms, beside ${longCount} decoding ` +
               `${report.ttft.under_load_ms.toFixed(1)} ms (x${report.ttft.ratio.toFixed(2)})`);
