@@ -28,6 +28,8 @@ struct shipped {
     std::uint64_t tokens;
     // Means over layers, as docs/PERFORMANCE.md prints them (percent, one decimal).
     double top, for_90, reuse, pred, lru[4];
+    std::uint32_t version = 1; ///< SLROUTE version: 2 also holds the prediction two layers ahead
+    double pred2 = 0;          ///< its recall (version 2), as docs/PERFORMANCE.md prints it
 };
 
 // clang-format off
@@ -35,6 +37,7 @@ const shipped recordings[] = {
     {"qwen3-30b-a3b.routing.xz", 48, 128, 8, 2048, 2.5, 70.8, 21.7, 91.6, {2.5, 14.8, 30.5, 50.9}},
     {"qwen3.5-35b-a3b.routing.xz", 40, 256, 8, 2048, 1.7, 67.1, 15.8, 89.1, {10.4, 20.6, 36.2, 59.7}},
     {"gpt-oss-120b.routing.xz", 36, 128, 4, 2048, 4.4, 61.7, 16.9, 87.4, {12.5, 23.8, 39.5, 63.7}},
+    {"qwen3-30b-a3b-depth2.routing.xz", 48, 128, 8, 2048, 3.0, 68.8, 23.6, 92.2, {2.7, 16.1, 32.9, 53.2}, 2, 88.3},
 };
 // clang-format on
 
@@ -88,6 +91,15 @@ TEST_P(shipped_recording, decompresses_and_has_the_documented_geometry_and_stati
     EXPECT_TRUE(prints_as(num(mean.at("experts_for_90")), s.for_90));
     EXPECT_TRUE(prints_as(num(mean.at("reuse")), s.reuse));
     EXPECT_TRUE(prints_as(num(mean.at("prediction_recall")), s.pred));
+    EXPECT_EQ(num(o.at("version")), s.version);
+    if (s.version >= 2) {
+        // Every layer but the first two was predicted two layers before.
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+            EXPECT_EQ(num(layers[l].as_object().at("predicted2_tokens")), l > 1 ? static_cast<double>(s.tokens) : 0.0)
+                << "layer " << l;
+        }
+        EXPECT_TRUE(prints_as(num(mean.at("prediction2_recall")), s.pred2));
+    }
     const auto& lru = mean.at("lru").as_array();
     ASSERT_EQ(lru.size(), 4u);
     for (std::size_t c = 0; c < 4; ++c) {
