@@ -34,7 +34,13 @@ build() {
     for src in "${sources[@]}"; do
         local obj=$out/obj/${src%.cpp}.o
         mkdir -p "$(dirname "$obj")"
-        "${launcher[@]}" "$cxx" -std=c++20 -O1 -gline-tables-only -I. -Iinclude \
+        # Per-ISA kernel sources take the instruction-set flags kernels/CMakeLists.txt gives them.
+        local isa=()
+        case $src in
+        *_avx2.cpp) isa=(-mavx2 -mfma -mf16c) ;;
+        *_avx512.cpp) isa=(-mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni) ;;
+        esac
+        "${launcher[@]}" "$cxx" -std=c++20 -O1 -gline-tables-only -I. -Iinclude "${isa[@]}" \
             -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
             -c "$src" -o "$obj"
         objects+=("$obj")
