@@ -2,6 +2,8 @@
 // left out, the hit rate and the disk traffic that follow.
 #include "runtime/engine/routing_plan.hpp"
 
+#include "runtime/experts/prediction_votes.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -34,22 +36,8 @@ void distinct_ids(std::vector<std::uint16_t>& ids, std::uint32_t limit, bool one
     }
     std::sort(ids.begin(), ids.end());
     std::vector<std::pair<std::int64_t, std::uint16_t>> votes;
-    for (std::size_t i = 0; i < ids.size();) {
-        std::size_t j = i;
-        while (j < ids.size() && ids[j] == ids[i]) {
-            ++j;
-        }
-        votes.emplace_back(-static_cast<std::int64_t>(j - i), ids[i]);
-        i = j;
-    }
-    if (limit > 0 && votes.size() > limit) {
-        std::partial_sort(votes.begin(), votes.begin() + limit, votes.end());
-        votes.resize(limit);
-    }
-    for (const auto& v : votes) {
-        out.push_back(v.second);
-    }
-    std::sort(out.begin(), out.end());
+    experts::keep_most_voted(ids, limit, votes);
+    out = ids;
 }
 
 /// The accesses of every step of the replay, each step's layers in order: a layer's distinct chosen experts over

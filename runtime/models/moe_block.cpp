@@ -6,6 +6,7 @@
 #include "runtime/models/blocks.hpp"
 
 #include "kernels/ops.hpp"
+#include "runtime/experts/prediction_votes.hpp"
 #include "runtime/experts/routing_log.hpp"
 #include "runtime/models/blocks_util.hpp"
 
@@ -108,28 +109,7 @@ void distinct_predicted(forward_scratch& s, const std::vector<std::int32_t>& pre
         }
     }
     std::sort(unique.begin(), unique.end());
-    if (limit == 0 || unique.size() <= limit) {
-        unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-        return;
-    }
-    // Votes per distinct expert (the sorted list's runs), the most voted first, ties to the lower id.
-    std::vector<std::pair<std::int32_t, std::int32_t>>& votes = s.pred_votes;
-    votes.clear();
-    for (std::size_t i = 0; i < unique.size();) {
-        std::size_t j = i;
-        while (j < unique.size() && unique[j] == unique[i]) {
-            ++j;
-        }
-        votes.emplace_back(-static_cast<std::int32_t>(j - i), unique[i]);
-        i = j;
-    }
-    const std::size_t keep = std::min(limit, votes.size());
-    std::partial_sort(votes.begin(), votes.begin() + static_cast<std::ptrdiff_t>(keep), votes.end());
-    unique.clear();
-    for (std::size_t i = 0; i < keep; ++i) {
-        unique.push_back(votes[i].second);
-    }
-    std::sort(unique.begin(), unique.end());
+    experts::keep_most_voted(unique, limit, s.pred_votes);
 }
 
 // Member 0: each row's chosen experts into its sequence's cache, for the caches that keep routing.
