@@ -7,7 +7,9 @@
 #
 # Usage: bench/engine/speculative_serve.sh [rounds=5] [threads=2]
 # MODEL, DRAFT (default models/sluice-tiny-draft.gguf if present, else MODEL), PORT (default 8093),
-# EXTRA (more serve flags, e.g. "--draft-fixed --draft-max 4"). Needs curl and jq. Run it through bench/quiet.sh.
+# EXTRA (more serve flags, e.g. "--draft-fixed --draft-max 4"), MODES (default "off lookup draft"; "mtp" drafts
+# with the model's own MTP block and loads it with --mtp, e.g. MODEL=models/sluice-tiny-glm.gguf MODES="off mtp
+# lookup draft"). Needs curl and jq. Run it through bench/quiet.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-5}
@@ -20,7 +22,10 @@ if [[ -z "${DRAFT:-}" ]]; then
 fi
 port=${PORT:-8093}
 read -ra extra <<<"${EXTRA:-}"
-"$sluice" serve -m "$model" --draft "$DRAFT" --port "$port" --threads "$threads" "${extra[@]}" 2>/dev/null &
+read -ra modes <<<"${MODES:-off lookup draft}" # "off" must be first: the others are checked against it
+[[ " ${modes[*]} " == *" draft "* ]] && extra+=(--draft "$DRAFT")
+[[ " ${modes[*]} " == *" mtp "* ]] && extra+=(--mtp)
+"$sluice" serve -m "$model" --port "$port" --threads "$threads" "${extra[@]}" 2>/dev/null &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
@@ -28,11 +33,10 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && b
 questions=("What is 478 + 356?" "What is 91 - 38?" "Reverse the word \"water\"." "Reverse the word \"garden\"."
     "How many times does the letter \"e\" appear in \"sheep\"?" "What is the capital of France?"
     "What is the capital of Peru?" "What is 5 + 7?")
-modes=(off lookup draft)
 declare -A n ms drafted accepted ref mismatches
 for m in "${modes[@]}"; do n[$m]=0; ms[$m]=0; drafted[$m]=0; accepted[$m]=0; mismatches[$m]=0; done
 for ((r = 0; r < rounds; r++)); do
-    order=("${modes[@]:r%3}" "${modes[@]:0:r%3}")
+    order=("${modes[@]:r%${#modes[@]}}" "${modes[@]:0:r%${#modes[@]}}")
     for i in "${!questions[@]}"; do
         for m in "${order[@]}"; do
             body=$(jq -nc --arg q "${questions[$i]}" --arg m "$m" \
@@ -52,7 +56,7 @@ for ((r = 0; r < rounds; r++)); do
         done
     done
 done
-echo "serve: model $(basename "$model"), draft $(basename "$DRAFT"), $rounds rounds x ${#questions[@]} questions," \
+echo "serve: model $(basename "$model"), modes ${modes[*]}, draft $(basename "$DRAFT"), $rounds rounds x ${#questions[@]} questions," \
     "$threads threads, extra flags: ${EXTRA:-none}"
 printf '%-7s %8s %10s %9s %8s %8s %8s %10s\n' mode tokens decode_ms tok/s drafted accepted speedup mismatches
 base=$(jq -n "${n[off]} * 1000 / ${ms[off]}")
