@@ -318,6 +318,14 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
                                  " MiB planned) and this model (--draft-optional loads it alone): " +
                                  plan.error().message);
     }
+    if (!plan && options.mtp) {
+        // Name the MTP block's share: the plan's message speaks of the budget left after it.
+        co_return make_error(std::errc::not_enough_memory,
+                             path.string() + ": the memory budget (" + std::to_string(budget >> 20) +
+                                 " MiB) less the MTP block's experts, caches and buffers (" +
+                                 std::to_string(mtp_bytes >> 20) + " MiB) cannot hold this model (load it without "
+                                 "--mtp to give it the whole budget): " + plan.error().message);
+    }
     if (!plan) {
         co_return plan.error().with_context(path.string());
     }

@@ -255,6 +255,12 @@ TEST(mtp, the_plan_counts_the_block_s_experts_caches_and_buffers_inside_the_budg
     const auto refused = try_load(glm_path(), true, plan.mtp_bytes / 2);
     ASSERT_FALSE(refused);
     EXPECT_NE(refused.error().message.find("MTP block"), std::string::npos) << refused.error().message;
+    // One that holds the block's share but not the model beside it says so, and that the model alone may fit
+    // (the plan's own message speaks of the budget left after the block).
+    const auto squeezed = try_load(glm_path(), true, plan.mtp_bytes + (1u << 20));
+    ASSERT_FALSE(squeezed);
+    EXPECT_NE(squeezed.error().message.find("less the MTP block's"), std::string::npos) << squeezed.error().message;
+    EXPECT_NE(squeezed.error().message.find("without --mtp"), std::string::npos) << squeezed.error().message;
 }
 
 // --- files and requests without it -----------------------------------------------------------------------
