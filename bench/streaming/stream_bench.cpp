@@ -8,7 +8,7 @@
 // (policy: lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]; docs/STREAMING.md, "Replacement").
 // --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
 // compute is the same, the experts read follow the recording (docs/ROUTING.md). --read-order fifo|priority and
-// --read-window N choose how the cache orders its reads (docs/STREAMING.md, "Read order"; default fifo, 8).
+// --read-window N choose how the cache orders its reads (docs/STREAMING.md, "Read order"; default priority, 8).
 #include "bench/bench_main.hpp"
 #include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/memory_plan.hpp"
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
                              "(prefetch: 0, 1 or 2 layers ahead)\n");
         return 2;
     }
-    auto order = experts::parse_read_order(order_name.empty() ? "fifo" : order_name);
+    auto order = experts::parse_read_order(order_name.empty() ? "priority" : order_name);
     if (!order) {
         std::fprintf(stderr, "stream_bench: --read-order: %s\n", order.error().message.c_str());
         return 2;

@@ -77,9 +77,9 @@ struct model_options {
     /// batch behind the next layer's (docs/STREAMING.md, "Prefetch").
     std::uint32_t prefetch_depth = 1;
     expert_cache_policy cache_policy = expert_cache_policy::lru; ///< streaming: which expert to evict
-    expert_read_order read_order = expert_read_order::fifo;      ///< streaming: the order reads reach the disk
+    expert_read_order read_order = expert_read_order::priority;  ///< streaming: the order reads reach the disk
     /// Streaming, `read_order` priority: reads in flight below which predictions are submitted (demand reads
-    /// never wait for it); 0 = the default, `default_read_window`.
+    /// never wait for it); 0 = the default (experts::default_read_window: 8).
     std::uint32_t read_window = 0;
     std::uint32_t cache_pin_percent = 50; ///< streaming, pin_hot: share of the slots kept for the hottest experts
     /// What rendering the chat template may use per request (a model file is untrusted input).
