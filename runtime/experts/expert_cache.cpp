@@ -234,6 +234,18 @@ void expert_cache::unpin(std::int32_t s) noexcept {
 
 void expert_cache::release(expert_batch& batch, std::size_t i) noexcept {
     std::lock_guard lock(mu_);
+    release_entry(batch, static_cast<std::uint32_t>(i), false);
+}
+
+void expert_cache::retire(expert_batch& batch) noexcept {
+    const bool drop = batch.purpose() == batch_purpose::prefetch && reads_.order() == read_order::priority;
+    std::lock_guard lock(mu_);
+    for (std::uint32_t i = 0; i < batch.size(); ++i) {
+        release_entry(batch, i, drop);
+    }
+}
+
+void expert_cache::release_entry(expert_batch& batch, std::uint32_t i, bool drop) noexcept {
     if (batch.state(i) == entry_state::released) {
         return;
     }
@@ -245,7 +257,7 @@ void expert_cache::release(expert_batch& batch, std::size_t i) noexcept {
         std::erase_if(x.waiters, [&](const waiter& w) { return w.batch == &batch && w.entry == i; });
         if (batch.purpose() == batch_purpose::fetch) {
             unpin(s);
-        } else if (reads_.order() == read_order::priority) {
+        } else if (drop) {
             drop_unsubmitted(s);
         }
     }

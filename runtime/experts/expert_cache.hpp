@@ -52,6 +52,9 @@ public:
     void prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
                         std::uint32_t ahead) override;
     void release(expert_batch& batch, std::size_t i) noexcept override;
+    /// In priority read order, drops the experts of the prediction whose reads are all still held and that no
+    /// fetch pinned and no other batch waits for: never read, their slots emptied (prefetch_dropped).
+    void retire(expert_batch& batch) noexcept override;
     [[nodiscard]] bool wants_prediction() const noexcept override { return prefetch_; }
     [[nodiscard]] std::uint32_t prediction_depth() const noexcept override { return prefetch_ ? depth_ : 0; }
     void attach(const boost::asio::any_io_executor& executor) override;
@@ -87,6 +90,7 @@ private:
     void publish_ready(expert_batch& batch, std::uint32_t i, std::int32_t s);
     void unpin(std::int32_t s) noexcept;
     void feed_queued();
+    void release_entry(expert_batch& batch, std::uint32_t i, bool drop) noexcept;
     /// A prediction let go of an expert nobody else wants whose reads were never submitted: they are dropped and
     /// the slot is empty again. False when its reads are with the kernel (or others want it).
     bool drop_unsubmitted(std::int32_t s) noexcept;

@@ -533,7 +533,7 @@ TEST(expert_cache, priority_order_drops_predictions_let_go_of_unread_and_their_s
     priority_fixture f(4, 1);
     const std::vector<std::int32_t> predicted{0, 1, 2, 3}; // every slot
     f.predict(predicted);
-    f.cache->release_all(f.prediction); // layer 1 came: the held predictions go unread
+    f.cache->retire(f.prediction); // layer 1 came: the held predictions go unread
     auto c = f.cache->counters();
     EXPECT_EQ(c.prefetch_issued, 4u);
     EXPECT_EQ(c.prefetch_dropped, 3u) << "expert 0 has a read with the kernel; the three others had none";
@@ -566,6 +566,23 @@ TEST(expert_cache, priority_order_drops_predictions_let_go_of_unread_and_their_s
     EXPECT_EQ(c.reads, 3u * (1u + 3u + 1u));
 }
 
+// Speculation's draft prefetch hands its batch back at once and wants the reads to go on: only retire drops.
+TEST(expert_cache, priority_order_keeps_reading_a_prediction_released_rather_than_retired) {
+    priority_fixture f(16, 1);
+    const std::vector<std::int32_t> predicted{0, 1, 2, 3};
+    f.predict(predicted);
+    f.cache->release_all(f.prediction);
+    f.run_until([] { return false; });
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.prefetch_dropped, 0u);
+    EXPECT_EQ(c.reads, predicted.size() * 3) << "a released prediction's held reads were not read";
+    f.cache->fetch(f.fetch, 1, predicted);
+    for (std::uint32_t i = 0; i < predicted.size(); ++i) {
+        EXPECT_TRUE(f.fetch.ready(i));
+    }
+    f.cache->release_all(f.fetch);
+}
+
 TEST(expert_cache, priority_order_makes_a_fetched_prediction_a_demand_read) {
     priority_fixture f(16, 1);
     const std::vector<std::int32_t> predicted{0, 1, 2, 3, 4, 5};
@@ -578,7 +595,7 @@ TEST(expert_cache, priority_order_makes_a_fetched_prediction_a_demand_read) {
     EXPECT_LE(f.predictions_ready(), 1u) << "the chosen expert's reads waited behind the other predictions'";
     EXPECT_EQ(f.cache->counters().demand_reads, 3u);
     f.cache->release_all(f.fetch);
-    f.cache->release_all(f.prediction); // the four never started are dropped; 0's read runs out
+    f.cache->retire(f.prediction); // the four never started are dropped; 0's read runs out
     f.run_until([] { return false; });
     const auto c = f.cache->counters();
     EXPECT_EQ(c.prefetch_used, 1u);
