@@ -246,7 +246,7 @@ TEST_P(every_moe_arch, prefetch_two_layers_ahead_keeps_the_output_and_counts_its
 
 // Priority read order (demand reads first, predictions held below a window, dropped unread when let go of) changes
 // when experts arrive and which predictions are read, never what is computed: the output is the resident model's at
-// depth 1 and 2, with a window of one read (most predictions held, many dropped) and the default.
+// depth 1 and 2, with a window of one read (most predictions held back) and the default.
 TEST_P(every_moe_arch, priority_read_order_keeps_the_output_and_counts_what_it_held_and_dropped) {
     const auto path = tiny_model(GetParam().arch, GetParam().type);
     const auto tokens = random_tokens(40, 3);
@@ -258,7 +258,7 @@ TEST_P(every_moe_arch, priority_read_order_keeps_the_output_and_counts_what_it_h
     const auto sampled = generate(resident, 7, 1.0f);
     const auto& hp = resident->hparams();
     const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
-    std::uint64_t deferred = 0, dropped = 0;
+    std::uint64_t deferred = 0;
     for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2}) {
         for (const std::uint32_t depth : {1u, 2u}) {
             for (const std::uint32_t window : {1u, experts::default_read_window}) {
@@ -275,13 +275,14 @@ TEST_P(every_moe_arch, priority_read_order_keeps_the_output_and_counts_what_it_h
                 EXPECT_GT(c.demand_reads, 0u);
                 EXPECT_LE(c.prefetch_used + c.prefetch_wasted + c.prefetch_dropped, c.prefetch_issued);
                 EXPECT_LE(c.prefetch2_dropped, c.prefetch_dropped);
+                EXPECT_EQ(c.reads_dropped == 0, c.prefetch_dropped == 0); // an expert's reads go together
                 deferred += c.reads_deferred;
-                dropped += c.prefetch_dropped;
             }
         }
     }
+    // Whether a held prediction is still held when its layer comes depends on timing (expert_core_test drops
+    // them deterministically); that a window of one holds some back does not: each expert is several reads.
     EXPECT_GT(deferred, 0u) << "a window of one read never held a prediction back";
-    EXPECT_GT(dropped, 0u) << "no held prediction was ever dropped";
 }
 
 /// Greedy tokens of `prompt` on `s`, `n` of them.
