@@ -3,6 +3,7 @@
 
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/model.hpp"
+#include "runtime/experts/read_scheduler.hpp"
 #include "runtime/experts/replacement_policy.hpp"
 
 #include <cmath>
@@ -26,6 +27,16 @@ void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch) {
                        "When streaming experts, which one the cache evicts: " +
                            std::string(experts::cache_policy_names) + " (docs/STREAMING.md, \"Replacement\")")
             ->capture_default_str();
+        cmd.add_option("--read-order", flags.read_order,
+                       "When streaming experts, the order reads reach the disk: fifo (each read as soon as asked for) "
+                       "or priority (demand reads first; predictions held while --read-window reads are in flight, "
+                       "dropped unread once their layer has passed; docs/STREAMING.md, \"Read order\")")
+            ->capture_default_str();
+        cmd.add_option("--read-window", flags.read_window,
+                       "With --read-order priority: reads in flight below which predictions are submitted (demand "
+                       "reads never wait for it); 0: the default, " +
+                           std::to_string(experts::default_read_window))
+            ->capture_default_str();
     }
 }
 
@@ -48,6 +59,8 @@ void memory_settings::apply_to(model_options& options) const noexcept {
     options.prefetch_depth = prefetch_depth;
     options.cache_policy = cache_policy;
     options.cache_pin_percent = cache_pin_percent;
+    options.read_order = read_order;
+    options.read_window = read_window;
 }
 
 result<memory_settings> check_memory_flags(const memory_flags& flags) {
@@ -78,6 +91,16 @@ result<memory_settings> check_memory_flags(const memory_flags& flags) {
     }
     s.cache_policy = policy->policy;
     s.cache_pin_percent = policy->pin_percent;
+    auto order = experts::parse_read_order(flags.read_order);
+    if (!order) {
+        return order.error().with_context("--read-order");
+    }
+    s.read_order = *order;
+    if (flags.read_window > 1024) {
+        return make_error(std::errc::invalid_argument, "--read-window must be 0 (the default) to 1024 reads, not " +
+                                                           std::to_string(flags.read_window));
+    }
+    s.read_window = flags.read_window;
     return s;
 }
 

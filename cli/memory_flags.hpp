@@ -1,6 +1,6 @@
 // The memory flags `run`, `bench`, `serve` and `inspect --plan` share: --memory-budget, --disk-bandwidth,
-// --no-prefetch, --prefetch-depth and --cache-policy, registered on a subcommand and checked into bytes, bytes/s
-// and a policy.
+// --no-prefetch, --prefetch-depth, --cache-policy, --read-order and --read-window, registered on a subcommand and
+// checked into bytes, bytes/s and a policy.
 #pragma once
 
 #include "sluice/error.hpp"
@@ -15,11 +15,13 @@ namespace sluice::cli {
 
 /// The flags as typed.
 struct memory_flags {
-    std::string budget;       ///< --memory-budget SIZE; empty: the default budget
-    double disk_gbps = 0;     ///< --disk-bandwidth GB/s; 0: not given
-    bool no_prefetch = false; ///< --no-prefetch
-    std::uint32_t prefetch_depth = 1;   ///< --prefetch-depth 1|2
-    std::string cache_policy = "lru-2"; ///< --cache-policy NAME[:PERCENT]
+    std::string budget;                  ///< --memory-budget SIZE; empty: the default budget
+    double disk_gbps = 0;                ///< --disk-bandwidth GB/s; 0: not given
+    bool no_prefetch = false;            ///< --no-prefetch
+    std::uint32_t prefetch_depth = 1;    ///< --prefetch-depth 1|2
+    std::string cache_policy = "lru-2";  ///< --cache-policy NAME[:PERCENT]
+    std::string read_order = "priority"; ///< --read-order fifo|priority
+    std::uint32_t read_window = 0;       ///< --read-window N; 0: the default
 };
 
 /// The flags checked: budget in bytes (0: default), bandwidth in bytes/s (0: not given).
@@ -30,13 +32,15 @@ struct memory_settings {
     std::uint32_t prefetch_depth = 1;
     sluice::expert_cache_policy cache_policy = sluice::expert_cache_policy::lru2;
     std::uint32_t cache_pin_percent = 50;
+    sluice::expert_read_order read_order = sluice::expert_read_order::priority;
+    std::uint32_t read_window = 0;
 
     /// Sets the matching fields of the library's load options.
     void apply_to(model_options& options) const noexcept;
 };
 
-/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch, --prefetch-depth and --cache-policy
-/// when `with_prefetch`.
+/// Registers --memory-budget and --disk-bandwidth on `cmd`, and --no-prefetch, --prefetch-depth, --cache-policy,
+/// --read-order and --read-window when `with_prefetch`.
 void add_memory_flags(CLI::App& cmd, memory_flags& flags, bool with_prefetch = true);
 
 /// --record-routing FILE (run, serve): every token's routing written to FILE (docs/ROUTING.md).

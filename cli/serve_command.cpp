@@ -63,6 +63,8 @@ int run_serve(serve_args& args) {
     args.options.prefetch_depth = memory->prefetch_depth;
     args.options.cache_policy = memory->cache_policy;
     args.options.cache_pin_percent = memory->cache_pin_percent;
+    args.options.read_order = memory->read_order;
+    args.options.read_window = memory->read_window;
     if (auto ok = check_speculative_flags(args.speculative); !ok) {
         std::cerr << "sluice serve: " << ok.error().message << "\n";
         return 1;

@@ -116,6 +116,26 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
            "Experts read ahead two layers ahead that were chosen before being evicted.", c.prefetch2_used);
     single(out, "sluice_expert_prefetch_depth2_wasted_total", "counter",
            "Experts read ahead two layers ahead that were evicted without being chosen.", c.prefetch2_wasted);
+    single(out, "sluice_expert_prefetch_dropped_total", "counter",
+           "--read-order priority: predicted experts never read, their reads still queued when the prediction was "
+           "let go of (its layer came, or a nearer prediction replaced it).",
+           c.prefetch_dropped);
+    single(out, "sluice_expert_prefetch_promoted_total", "counter",
+           "--read-order priority: chosen experts whose queued prediction reads became demand reads.",
+           c.prefetch_promoted);
+    single(out, "sluice_disk_reads_deferred_total", "counter",
+           "--read-order priority: expert reads held in the queue because --read-window reads were in flight.",
+           c.reads_deferred);
+    single(out, "sluice_disk_reads_dropped_total", "counter",
+           "--read-order priority: expert slab reads taken out of the queue unsubmitted.", c.reads_dropped);
+    single(out, "sluice_disk_demand_reads_total", "counter",
+           "Expert slab reads a computing layer waited for (demand reads).", c.demand_reads);
+    single(out, "sluice_disk_demand_reads_queued_behind_total", "counter",
+           "Summed over demand reads: the expert reads already in flight when each was submitted.",
+           c.demand_queued_behind);
+    header(out, "sluice_disk_demand_read_seconds_total", "counter",
+           "Summed over demand reads: seconds from being asked for to completion.");
+    out += "sluice_disk_demand_read_seconds_total " + number(c.demand_latency_s) + "\n";
     single(out, "sluice_disk_reads_total", "counter", "Expert slab reads from the model file completed.", c.reads);
     single(out, "sluice_disk_read_failures_total", "counter", "Expert slab reads from the model file that failed.",
            c.read_failures);

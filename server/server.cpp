@@ -97,6 +97,8 @@ asio::awaitable<bool> load_model(server_state& st) {
     opts.prefetch_depth = st.options.prefetch_depth;
     opts.cache_policy = st.options.cache_policy;
     opts.cache_pin_percent = st.options.cache_pin_percent;
+    opts.read_order = st.options.read_order;
+    opts.read_window = st.options.read_window;
     opts.template_limits = st.options.template_limits;
     opts.special_tokens_in_content = st.options.special_tokens_in_content;
     opts.draft_model = st.options.draft;

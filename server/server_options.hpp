@@ -34,6 +34,8 @@ struct server_options {
     std::uint32_t prefetch_depth = 1;          ///< streaming: model_options::prefetch_depth
     expert_cache_policy cache_policy = expert_cache_policy::lru2; ///< streaming: which expert to evict
     std::uint32_t cache_pin_percent = 50;      ///< streaming, pin_hot: share of the slots pinned
+    expert_read_order read_order = expert_read_order::priority; ///< streaming: model_options::read_order
+    std::uint32_t read_window = 0;             ///< streaming: model_options::read_window
     chat::template_limits template_limits;     ///< what rendering a chat template may use per request
     bool special_tokens_in_content = false;    ///< old behaviour: control-token text in messages is parsed
     std::string record_routing;                ///< --record-routing: model::set_routing (empty: none)

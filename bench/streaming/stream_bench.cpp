@@ -7,10 +7,13 @@
 // off, 1 the next layer's predicted experts, 2 also the layer after's (model_options::prefetch_depth).
 // (policy: lru, lfu, lru-2, layer-quota, pin-hot[:PERCENT]; docs/STREAMING.md, "Replacement").
 // --routing replays a routing recording (sluice run --record-routing) instead of the file's own router: the
-// compute is the same, the experts read follow the recording (docs/ROUTING.md).
+// compute is the same, the experts read follow the recording (docs/ROUTING.md). --read-order fifo|priority and
+// --read-window N choose how the cache orders its reads (docs/STREAMING.md, "Read order"; default priority, 8).
 #include "bench/bench_main.hpp"
+#include "runtime/engine/batch_engine.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/engine/session.hpp"
+#include "runtime/experts/read_scheduler.hpp"
 #include "runtime/experts/replacement_policy.hpp"
 #include "runtime/experts/routing_log.hpp"
 
@@ -125,6 +128,20 @@ json::object cache_json(const experts::expert_cache_counters& a, const experts::
         {"prefetch2_used", used2},
         {"prefetch2_wasted", wasted2},
         {"prefetch2_accuracy", share(used2, wasted2)},
+        {"prefetch_dropped", b.prefetch_dropped - a.prefetch_dropped},
+        {"prefetch2_dropped", b.prefetch2_dropped - a.prefetch2_dropped},
+        {"prefetch_promoted", b.prefetch_promoted - a.prefetch_promoted},
+        {"reads_deferred", b.reads_deferred - a.reads_deferred},
+        {"reads_dropped", b.reads_dropped - a.reads_dropped},
+        {"demand_reads", b.demand_reads - a.demand_reads},
+        {"demand_mean_queued_behind", b.demand_reads > a.demand_reads
+                                          ? static_cast<double>(b.demand_queued_behind - a.demand_queued_behind) /
+                                                static_cast<double>(b.demand_reads - a.demand_reads)
+                                          : 0.0},
+        {"demand_mean_latency_ms",
+         b.demand_reads > a.demand_reads
+             ? (b.demand_latency_s - a.demand_latency_s) * 1e3 / static_cast<double>(b.demand_reads - a.demand_reads)
+             : 0.0},
         {"prefetch_wasted_bytes_per_token",
          tokens ? static_cast<double>(wasted * b.slot_bytes) / static_cast<double>(tokens) : 0.0},
         {"prefetch2_wasted_bytes_per_token",
@@ -135,12 +152,12 @@ json::object cache_json(const experts::expert_cache_counters& a, const experts::
 
 } // namespace
 
-// Takes "--routing FILE" out of argv (anywhere after the program name); the rest stay positional.
-std::string take_routing_flag(int& argc, char** argv) {
+// Takes "NAME VALUE" out of argv (anywhere after the program name); the rest stay positional.
+std::string take_flag(int& argc, char** argv, std::string_view name) {
     std::string path;
     int out = 1;
     for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--routing" && i + 1 < argc) {
+        if (std::string_view(argv[i]) == name && i + 1 < argc) {
             path = argv[++i];
         } else {
             argv[out++] = argv[i];
@@ -151,11 +168,29 @@ std::string take_routing_flag(int& argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-    const auto routing = take_routing_flag(argc, argv);
+    const auto routing = take_flag(argc, argv, "--routing");
+    const auto order_name = take_flag(argc, argv, "--read-order");
+    const auto window_text = take_flag(argc, argv, "--read-window");
     if (argc < 3) {
         std::fprintf(stderr, "usage: stream_bench MODEL.gguf BUDGET [tokens=32] [warmup=8] [threads=0] [prefetch=1] "
-                             "[policy=lru-2] [--routing FILE]\n(prefetch: 0, 1 or 2 layers ahead)\n");
+                             "[policy=lru-2] [--routing FILE] [--read-order fifo|priority] [--read-window N]\n"
+                             "(prefetch: 0, 1 or 2 layers ahead)\n");
         return 2;
+    }
+    auto order = experts::parse_read_order(order_name.empty() ? "priority" : order_name);
+    if (!order) {
+        std::fprintf(stderr, "stream_bench: --read-order: %s\n", order.error().message.c_str());
+        return 2;
+    }
+    std::uint32_t window = experts::default_read_window;
+    if (!window_text.empty()) {
+        char* end = nullptr;
+        const auto w = std::strtoul(window_text.c_str(), &end, 10);
+        if (end == window_text.c_str() || *end != '\0' || w == 0 || w > 1024) {
+            std::fprintf(stderr, "stream_bench: --read-window must be 1 to 1024, not \"%s\"\n", window_text.c_str());
+            return 2;
+        }
+        window = static_cast<std::uint32_t>(w);
     }
     const std::string path = argv[1];
     auto budget = parse_size(argv[2]);
@@ -190,6 +225,8 @@ int main(int argc, char** argv) {
     opts.prefetch = *prefetch != 0;
     opts.prefetch_depth = *prefetch == 2 ? 2 : 1;
     opts.cache_policy = experts::cache_policy::lru2; // the command line's default, as run, bench and serve
+    opts.read_order = *order;
+    opts.read_window = window;
     if (argc > 7) {
         auto policy = experts::parse_policy_spec(argv[7]);
         if (!policy) {
@@ -231,6 +268,7 @@ int main(int argc, char** argv) {
     session s(m, n_ctx);
     using clock = std::chrono::steady_clock;
     experts::expert_cache_counters start_counters;
+    batch_engine_counters start_engine;
     clock::time_point start;
     double wall_s = 0;
     std::uint32_t seen = 0;
@@ -251,6 +289,7 @@ int main(int argc, char** argv) {
             generated.push_back((*ev)->token);
             if (++seen == *warmup) {
                 start_counters = m->expert_counters();
+                start_engine = m->batch()->counters();
                 start = clock::now();
             }
         }
@@ -267,35 +306,41 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto end_counters = m->expert_counters();
+    const auto end_engine = m->batch()->counters();
     const std::uint64_t timed = seen - *warmup;
     const auto plan = m->plan();
-    json::object out{{"model", path},
-                     {"budget_bytes", *budget},
-                     {"threads", m->options().n_threads},
-                     {"n_ctx", n_ctx},
-                     {"prefetch", opts.prefetch},
-                     {"prefetch_depth", opts.prefetch ? opts.prefetch_depth : 0},
-                     {"policy", experts::to_string(experts::policy_spec{opts.cache_policy, opts.cache_pin_percent})},
-                     {"plan", to_json(plan)},
-                     {"routing", routing.empty() ? json::value("router") : json::value(routing)},
-                     {"routing_tokens_replayed", m->routing() ? m->routing()->replayed() : 0},
-                     {"tokens", timed},
-                     {"distinct_tokens",
-                      [&] {
-                          std::sort(generated.begin(), generated.end());
-                          return static_cast<std::uint64_t>(std::unique(generated.begin(), generated.end()) -
-                                                            generated.begin());
-                      }()},
-                     {"decode_tokens_per_s", wall_s > 0 ? static_cast<double>(timed) / wall_s : 0.0},
-                     {"cache", cache_json(start_counters, end_counters, wall_s, timed)},
-                     {"peak_rss_bytes", proc_kb("/proc/self/status", "VmHWM")},
-                     {"rss_bytes", proc_kb("/proc/self/status", "VmRSS")},
-                     {"swap_bytes", proc_kb("/proc/self/status", "VmSwap")},
-                     {"swap_pages_in", vmstat("pswpin") - swap_in_before},
-                     {"swap_pages_out", vmstat("pswpout") - swap_out_before},
-                     {"model_page_cache_bytes_before", cached_before},
-                     {"model_page_cache_growth_bytes",
-                      static_cast<std::int64_t>(page_cached_bytes(path)) - static_cast<std::int64_t>(cached_before)}};
+    json::object out{
+        {"model", path},
+        {"budget_bytes", *budget},
+        {"threads", m->options().n_threads},
+        {"n_ctx", n_ctx},
+        {"prefetch", opts.prefetch},
+        {"prefetch_depth", opts.prefetch ? opts.prefetch_depth : 0},
+        {"policy", experts::to_string(experts::policy_spec{opts.cache_policy, opts.cache_pin_percent})},
+        {"plan", to_json(plan)},
+        {"read_order", std::string(experts::to_string(opts.read_order))},
+        {"read_window", opts.read_window},
+        {"expert_wait_s_per_token",
+         (end_engine.expert_wait_s - start_engine.expert_wait_s) / static_cast<double>(seen - *warmup)},
+        {"step_s_per_token", (end_engine.step_s - start_engine.step_s) / static_cast<double>(seen - *warmup)},
+        {"routing", routing.empty() ? json::value("router") : json::value(routing)},
+        {"routing_tokens_replayed", m->routing() ? m->routing()->replayed() : 0},
+        {"tokens", timed},
+        {"distinct_tokens",
+         [&] {
+             std::sort(generated.begin(), generated.end());
+             return static_cast<std::uint64_t>(std::unique(generated.begin(), generated.end()) - generated.begin());
+         }()},
+        {"decode_tokens_per_s", wall_s > 0 ? static_cast<double>(timed) / wall_s : 0.0},
+        {"cache", cache_json(start_counters, end_counters, wall_s, timed)},
+        {"peak_rss_bytes", proc_kb("/proc/self/status", "VmHWM")},
+        {"rss_bytes", proc_kb("/proc/self/status", "VmRSS")},
+        {"swap_bytes", proc_kb("/proc/self/status", "VmSwap")},
+        {"swap_pages_in", vmstat("pswpin") - swap_in_before},
+        {"swap_pages_out", vmstat("pswpout") - swap_out_before},
+        {"model_page_cache_bytes_before", cached_before},
+        {"model_page_cache_growth_bytes",
+         static_cast<std::int64_t>(page_cached_bytes(path)) - static_cast<std::int64_t>(cached_before)}};
     std::cout << json::serialize(out) << "\n";
     return 0;
 }

@@ -29,6 +29,15 @@ enum class expert_cache_policy {
                  ///< layer comes back last (steps whose experts outnumber the slots keep most of them for the next)
 };
 
+/// The order in which a streaming expert cache hands its reads to the disk (docs/STREAMING.md, "Read order").
+enum class expert_read_order {
+    fifo,     ///< every read submitted as soon as it is asked for, in that order (demand misses queue behind
+              ///< the predictions asked for before them)
+    priority, ///< demand reads at once; predictions (next layer, then two layers ahead) held in a queue and
+              ///< submitted only while fewer than a window of reads is in flight; a held prediction is dropped
+              ///< when its forward pass lets go of it (its layer passed or a nearer prediction replaced it)
+};
+
 /// What one render (and one parse) of a template may use. A template that goes past a limit fails with a
 /// "TemplateLimitError" naming the limit; the process is unaffected. The defaults leave every template in
 /// ../shared/fixtures/chat-templates/ far inside them on long conversations (docs/SERVER.md lists them).
@@ -68,6 +77,10 @@ struct model_options {
     /// batch behind the next layer's (docs/STREAMING.md, "Prefetch").
     std::uint32_t prefetch_depth = 1;
     expert_cache_policy cache_policy = expert_cache_policy::lru; ///< streaming: which expert to evict
+    expert_read_order read_order = expert_read_order::priority;  ///< streaming: the order reads reach the disk
+    /// Streaming, `read_order` priority: reads in flight below which predictions are submitted (demand reads
+    /// never wait for it); 0 = the default (experts::default_read_window: 8).
+    std::uint32_t read_window = 0;
     std::uint32_t cache_pin_percent = 50; ///< streaming, pin_hot: share of the slots kept for the hottest experts
     /// What rendering the chat template may use per request (a model file is untrusted input).
     sluice::template_limits template_limits;

@@ -396,6 +396,8 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
         cache_options.prefetch = options.prefetch;
         cache_options.prefetch_depth = options.prefetch_depth;
         cache_options.policy = {options.cache_policy, options.cache_pin_percent};
+        cache_options.reads = {options.read_order,
+                               options.read_window ? options.read_window : experts::default_read_window};
         cache_options.io = options.io;
         auto cache = experts::expert_cache::create(*m->files, std::move(*layout), cache_options);
         if (!cache) {

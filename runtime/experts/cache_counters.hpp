@@ -28,6 +28,13 @@ struct expert_cache_counters : read_stats {
     /// The part of the three above predicted two layers ahead (prefetch depth 2): read by that prediction (not
     /// already in memory or being read), then chosen or evicted unchosen.
     std::uint64_t prefetch2_issued = 0, prefetch2_used = 0, prefetch2_wasted = 0;
+    /// Read order priority: predicted experts whose reads were still held in the queue when their prediction
+    /// was let go of (its layer came, or a nearer prediction replaced it) and nobody else wanted them: never
+    /// read, their slots emptied. Part of prefetch_issued, neither used nor wasted; depth 2's part apart.
+    std::uint64_t prefetch_dropped = 0, prefetch2_dropped = 0;
+    /// Chosen experts whose read was asked for as a prediction and had not started when their layer fetched
+    /// them: priority order made those reads demand reads.
+    std::uint64_t prefetch_promoted = 0;
     std::uint64_t tokens = 0;       ///< tokens that went through the model
     std::uint64_t slots = 0;        ///< slots in the pool
     std::uint64_t slot_bytes = 0;   ///< bytes of one slot

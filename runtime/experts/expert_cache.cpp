@@ -30,7 +30,8 @@ expert_cache::expert_cache(const gguf::model_files& files, expert_layout layout,
     : files_(&files), layout_(std::move(layout)), prefetch_(options.prefetch),
       depth_(std::clamp<std::uint32_t>(options.prefetch_depth, 1, 2)), pool_(layout_, options.slots),
       policy_(make_policy(options.policy, pool_.size(), pool_.layers(), pool_.max_experts())), slots_(pool_.size()),
-      reads_(options.io, [this](std::int32_t s, std::uint32_t part, const result<void>& r) { read_done(s, part, r); }) {
+      reads_(options.io, options.reads,
+             [this](std::int32_t s, std::uint32_t part, const result<void>& r) { read_done(s, part, r); }) {
     reads_.keep_alive(pool_.memory_owner()); // a read the kernel still holds when the cache goes lands there
     for (auto& x : slots_) {
         x.waiters.reserve(4); // a few passes wanting one expert at once, without allocating under the lock
@@ -91,7 +92,7 @@ void expert_cache::start_load(std::int32_t s, std::uint32_t layer, std::int32_t 
         // shorter than its header says fails the read at its end).
         const std::uint64_t hi = std::min<std::uint64_t>((offset + slab.bytes + page - 1) & ~(page - 1), f.size());
         const auto len = static_cast<std::size_t>(std::max(hi, offset + slab.bytes) - lo);
-        reads[n++] = {s, part, &f, lo, std::span<std::byte>(pool_.region(s, layer, part), len)};
+        reads[n++] = {s, part, &f, lo, std::span<std::byte>(pool_.region(s, layer, part), len), ahead};
         ++x.parts_left;
     }
     reads_.enqueue(std::span<const slab_read>(reads.data(), n));
@@ -146,6 +147,9 @@ void expert_cache::fetch(expert_batch& batch, std::uint32_t layer, std::span<con
             ++counters_.prefetch_used;
             counters_.prefetch2_used += x.prefetched == 2 ? 1 : 0;
             x.prefetched = 0;
+            if (x.state == slot_state::loading && reads_.raise(s, 0)) {
+                ++counters_.prefetch_promoted; // the layer waits for it now: ahead of every prediction
+            }
         }
         attach_entry(batch, i, s);
     }
@@ -189,6 +193,9 @@ void expert_cache::prefetch_ahead(expert_batch& batch, std::uint32_t layer, std:
             policy_->on_pinned(static_cast<std::uint32_t>(s));
             policy_->on_evictable(static_cast<std::uint32_t>(s), layer, batch.expert(i), x.prefetched != 0);
         }
+        if (x.state == slot_state::loading) {
+            reads_.raise(s, static_cast<std::uint8_t>(std::min<std::uint32_t>(ahead, 2))); // a nearer prediction
+        }
         attach_entry(batch, i, s);
     }
     // A slot wanted by a fetch that is waiting for one is never taken by a prediction.
@@ -227,6 +234,18 @@ void expert_cache::unpin(std::int32_t s) noexcept {
 
 void expert_cache::release(expert_batch& batch, std::size_t i) noexcept {
     std::lock_guard lock(mu_);
+    release_entry(batch, static_cast<std::uint32_t>(i), false);
+}
+
+void expert_cache::retire(expert_batch& batch) noexcept {
+    const bool drop = batch.purpose() == batch_purpose::prefetch && reads_.order() == read_order::priority;
+    std::lock_guard lock(mu_);
+    for (std::uint32_t i = 0; i < batch.size(); ++i) {
+        release_entry(batch, i, drop);
+    }
+}
+
+void expert_cache::release_entry(expert_batch& batch, std::uint32_t i, bool drop) noexcept {
     if (batch.state(i) == entry_state::released) {
         return;
     }
@@ -238,9 +257,29 @@ void expert_cache::release(expert_batch& batch, std::size_t i) noexcept {
         std::erase_if(x.waiters, [&](const waiter& w) { return w.batch == &batch && w.entry == i; });
         if (batch.purpose() == batch_purpose::fetch) {
             unpin(s);
+        } else if (drop) {
+            drop_unsubmitted(s);
         }
     }
     batch.publish(i, entry_state::released);
+}
+
+bool expert_cache::drop_unsubmitted(std::int32_t s) noexcept {
+    auto& x = slots_[static_cast<std::size_t>(s)];
+    if (x.state != slot_state::loading || x.pins != 0 || !x.waiters.empty() || x.prefetched == 0 ||
+        !reads_.cancel(s, x.parts_left)) {
+        return false;
+    }
+    ++counters_.prefetch_dropped;
+    counters_.prefetch2_dropped += x.prefetched == 2 ? 1 : 0;
+    pool_.unassign(s);
+    x.state = slot_state::empty;
+    x.prefetched = 0;
+    x.parts_left = 0;
+    x.failure.reset();
+    pool_.give_back(s);
+    feed_queued();
+    return true;
 }
 
 void expert_cache::feed_queued() {
@@ -306,7 +345,9 @@ void expert_cache::attach(const boost::asio::any_io_executor& executor) {
     reads_.attach(executor);
 }
 
-void expert_cache::detach() noexcept { reads_.detach(); }
+void expert_cache::detach() noexcept {
+    reads_.detach();
+}
 
 void expert_cache::count_tokens(std::uint64_t n) noexcept {
     std::lock_guard lock(mu_);

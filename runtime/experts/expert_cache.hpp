@@ -26,8 +26,9 @@ struct expert_cache_options {
     bool prefetch = true;    ///< read the predicted experts of the next layer ahead
     /// With prefetch: 1 predicts the next layer only, 2 also the layer after it (prediction_depth).
     std::uint32_t prefetch_depth = 1;
-    policy_spec policy; ///< which expert to evict (and pin_hot's share)
-    io::reader_options io; ///< the reader it makes on the executor it is attached to
+    policy_spec policy;           ///< which expert to evict (and pin_hot's share)
+    read_scheduler_options reads; ///< the order reads reach the disk
+    io::reader_options io;        ///< the reader it makes on the executor it is attached to
 };
 
 /// Streams routed experts through a fixed pool of slots. fetch, prefetch and release come from compute threads
@@ -51,6 +52,9 @@ public:
     void prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
                         std::uint32_t ahead) override;
     void release(expert_batch& batch, std::size_t i) noexcept override;
+    /// In priority read order, drops the experts of the prediction whose reads are all still held and that no
+    /// fetch pinned and no other batch waits for: never read, their slots emptied (prefetch_dropped).
+    void retire(expert_batch& batch) noexcept override;
     [[nodiscard]] bool wants_prediction() const noexcept override { return prefetch_; }
     [[nodiscard]] std::uint32_t prediction_depth() const noexcept override { return prefetch_ ? depth_ : 0; }
     void attach(const boost::asio::any_io_executor& executor) override;
@@ -86,6 +90,10 @@ private:
     void publish_ready(expert_batch& batch, std::uint32_t i, std::int32_t s);
     void unpin(std::int32_t s) noexcept;
     void feed_queued();
+    void release_entry(expert_batch& batch, std::uint32_t i, bool drop) noexcept;
+    /// A prediction let go of an expert nobody else wants whose reads were never submitted: they are dropped and
+    /// the slot is empty again. False when its reads are with the kernel (or others want it).
+    bool drop_unsubmitted(std::int32_t s) noexcept;
 
     // On the executor.
     void read_done(std::int32_t s, std::uint32_t part, const result<void>& r);

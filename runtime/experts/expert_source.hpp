@@ -34,6 +34,11 @@ public:
     virtual void release(expert_batch& batch, std::size_t i) noexcept;
     /// Hands back every entry of `batch` not yet released.
     void release_all(expert_batch& batch) noexcept;
+    /// Compute thread: hands back a prediction batch whose layer has come (or that a nearer prediction replaced):
+    /// `release_all`, and a source may drop the reads of its experts that have not started and that nobody else
+    /// wants (expert_cache in priority read order). A prediction handed back with plain `release` keeps its reads
+    /// going (speculation's draft prefetch). The default is `release_all`.
+    virtual void retire(expert_batch& batch) noexcept { release_all(batch); }
 
     /// Compute thread: `prefetch` for a prediction made `ahead` MoE layers before `layer` (1: the layer before,
     /// 2: two layers before), counted apart by depth. A source may give a prediction two layers ahead lower

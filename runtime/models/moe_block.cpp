@@ -159,11 +159,11 @@ void route(layer_context& ctx, std::uint32_t il, const detail::prepared_input& i
             distinct_predicted(s, s.pred2_ids, s.pred2_unique, ctx.n_tokens, hp.n_expert_used, hp.n_expert_used);
         }
         src.fetch(s.moe.fetch, il, s.moe.unique_ids);
-        src.release_all(s.moe.prediction);
+        src.retire(s.moe.prediction); // its layer came: what it still holds unread may go
         if (!s.pred_unique.empty()) {
             src.prefetch(s.moe.prediction, il + 1, s.pred_unique);
         }
-        src.release_all(s.moe.prediction2);
+        src.retire(s.moe.prediction2); // replaced by the nearer prediction for the same layer, just made
         if (!s.pred2_unique.empty()) {
             src.prefetch_ahead(s.moe.prediction2, il + 2, s.pred2_unique, 2);
         }

@@ -1,7 +1,8 @@
 // The expert core on its own: replacement policies on access traces (no model), and the expert cache's handles
 // on a real generated file read through io_uring: hits ready at once, misses arriving on the io_context, reads
 // shared between a fetch and a prediction, entries waiting for a slot when every slot is held, and read failures
-// reported on the batch.
+// reported on the batch; and the priority read order: demand reads ahead of held predictions, predictions
+// dropped unread with their slots reusable, a fetched prediction made a demand read.
 #include "runtime/experts/expert_cache.hpp"
 #include "runtime/experts/replacement_policy.hpp"
 #include "tests/cli/scratch.hpp"
@@ -231,7 +232,8 @@ TEST(replacement_policy, unknown_names_are_refused_by_name) {
 
 // A cache over the tiny qwen3moe file with `slots` slots, driven on one io_context.
 struct cache_fixture {
-    explicit cache_fixture(const std::filesystem::path& path, std::uint64_t slots) {
+    explicit cache_fixture(const std::filesystem::path& path, std::uint64_t slots,
+                           experts::read_scheduler_options reads = {}) {
         auto f = gguf::model_files::open(path);
         if (!f) {
             throw std::runtime_error(f.error().message);
@@ -242,6 +244,7 @@ struct cache_fixture {
         auto layout = experts::make_expert_layout(*files, hp);
         experts::expert_cache_options o;
         o.slots = slots;
+        o.reads = reads;
         cache = std::move(*experts::expert_cache::create(*files, *layout, o));
         cache->attach(io.get_executor());
     }
@@ -434,6 +437,179 @@ TEST(expert_cache, a_failed_read_fails_the_batch_with_the_reason_and_the_next_fe
     EXPECT_TRUE(b.ready(0));
     f.cache->release_all(b);
     EXPECT_GT(f.cache->counters().read_failures, 0u);
+}
+
+// Priority order, a window of one read: `n` predicted experts of layer 1 are asked for and the first of their
+// reads submitted (the rest held), then a demand miss of layer 0. Returns nothing; the batches are bound.
+struct priority_fixture : cache_fixture {
+    priority_fixture(std::uint64_t slots, std::uint32_t window)
+        : cache_fixture(test::tiny_model("qwen3moe", quant_type::q8_0), slots,
+                        {experts::read_order::priority, window}) {
+        for (auto* b : {&fetch, &prediction}) {
+            b->reserve(hp.n_expert);
+            b->bind(io.get_executor());
+        }
+    }
+    // Asks for the prediction and runs the posted submission: one read with the kernel, the others held.
+    void predict(std::span<const std::int32_t> ids) {
+        cache->prefetch(prediction, 1, ids);
+        ASSERT_EQ(io.poll_one(), 1u);
+    }
+    [[nodiscard]] std::size_t predictions_ready() const {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < prediction.size(); ++i) {
+            n += prediction.state(i) == entry_state::ready ? 1 : 0;
+        }
+        return n;
+    }
+    experts::expert_batch fetch, prediction;
+};
+
+TEST(expert_cache, priority_order_serves_a_demand_read_queued_after_predictions_first) {
+    priority_fixture f(16, 1);
+    const std::vector<std::int32_t> predicted{0, 1, 2, 3, 4, 5};
+    f.predict(predicted);
+    const auto held = f.cache->counters();
+    EXPECT_EQ(held.reads_deferred, predicted.size() * 3 - 1) << "the window of one read let more than one through";
+    const std::vector<std::int32_t> chosen{7};
+    f.cache->fetch(f.fetch, 0, chosen); // layer 0's miss, asked for after six experts' reads
+    f.run_until([&] { return f.fetch.ready(0); });
+    ASSERT_TRUE(f.fetch.ready(0));
+    // Only the one prediction read already with the kernel may have ended: the demand read went next.
+    EXPECT_EQ(f.predictions_ready(), 0u) << "a predicted expert was read before the demand miss asked for after it";
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.demand_reads, 3u);
+    EXPECT_LE(c.reads, 1u + 3u) << "held predictions were read before the demand miss";
+    f.cache->release_all(f.fetch);
+    f.run_until([&] { return f.predictions_ready() == predicted.size(); });
+    EXPECT_EQ(f.predictions_ready(), predicted.size()) << "held predictions were never read";
+    f.cache->release_all(f.prediction);
+    EXPECT_EQ(f.cache->counters().reads, (predicted.size() + 1) * 3);
+}
+
+// Six predicted experts and then a demand miss asked for before one submission: FIFO hands the kernel the eighteen
+// prediction reads first, priority the three demand reads first and holds the predictions (a window of one).
+TEST(expert_cache, fifo_puts_a_demand_miss_behind_earlier_predictions_and_priority_ahead_of_them) {
+    for (const auto order : {experts::read_order::fifo, experts::read_order::priority}) {
+        SCOPED_TRACE(std::string(experts::to_string(order)));
+        cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 16, {order, 1});
+        experts::expert_batch fetch, prediction;
+        for (auto* b : {&fetch, &prediction}) {
+            b->reserve(f.hp.n_expert);
+            b->bind(f.io.get_executor());
+        }
+        const std::vector<std::int32_t> predicted{0, 1, 2, 3, 4, 5}, chosen{7};
+        f.cache->prefetch(prediction, 1, predicted);
+        f.cache->fetch(fetch, 0, chosen);
+        ASSERT_EQ(f.io.poll_one(), 1u); // one submission for all 21 reads
+        auto c = f.cache->counters();
+        if (order == experts::read_order::fifo) {
+            EXPECT_EQ(c.demand_queued_behind, 18u + 19u + 20u);
+            EXPECT_EQ(c.reads_deferred, 0u);
+        } else {
+            EXPECT_EQ(c.demand_queued_behind, 0u + 1u + 2u);
+            EXPECT_EQ(c.reads_deferred, 18u);
+        }
+        f.run_until([&] { return fetch.ready(0); });
+        ASSERT_TRUE(fetch.ready(0));
+        f.cache->release_all(fetch);
+        f.run_until([&] {
+            for (std::size_t i = 0; i < predicted.size(); ++i) {
+                if (!prediction.ready(i)) {
+                    return false;
+                }
+            }
+            return true;
+        });
+        f.cache->release_all(prediction);
+        c = f.cache->counters();
+        EXPECT_EQ(c.demand_reads, 3u);
+        EXPECT_EQ(c.prefetch_dropped, 0u); // every prediction was read before it was let go of
+        EXPECT_EQ(c.reads, (predicted.size() + 1) * 3);
+    }
+}
+
+TEST(expert_cache, priority_order_drops_predictions_let_go_of_unread_and_their_slots_are_reused) {
+    priority_fixture f(4, 1);
+    const std::vector<std::int32_t> predicted{0, 1, 2, 3}; // every slot
+    f.predict(predicted);
+    f.cache->retire(f.prediction); // layer 1 came: the held predictions go unread
+    auto c = f.cache->counters();
+    EXPECT_EQ(c.prefetch_issued, 4u);
+    EXPECT_EQ(c.prefetch_dropped, 3u) << "expert 0 has a read with the kernel; the three others had none";
+    EXPECT_EQ(c.reads_dropped, 3u * 3u);
+    // Expert 0's other two parts are still read (its read started), the dropped ones never.
+    f.run_until([] { return false; });
+    c = f.cache->counters();
+    EXPECT_EQ(c.reads, 3u);
+    EXPECT_EQ(c.slots_filled, 1u);
+    // The three emptied slots take a fetch of three other experts at once: no eviction, no wait for a slot.
+    const std::vector<std::int32_t> chosen{5, 6, 7};
+    f.cache->fetch(f.fetch, 0, chosen);
+    for (std::uint32_t i = 0; i < chosen.size(); ++i) {
+        EXPECT_EQ(f.fetch.state(i), entry_state::waiting);
+    }
+    f.run_until([&] { return f.fetch.ready(0) && f.fetch.ready(1) && f.fetch.ready(2); });
+    ASSERT_TRUE(f.fetch.ready(0) && f.fetch.ready(1) && f.fetch.ready(2));
+    f.cache->release_all(f.fetch);
+    // A dropped expert is read again when chosen; the one whose read had started is a hit.
+    const std::vector<std::int32_t> again{0, 2};
+    f.cache->fetch(f.fetch, 1, again);
+    EXPECT_TRUE(f.fetch.ready(0)) << "the prediction read before it was let go of is not in memory";
+    EXPECT_EQ(f.fetch.state(1), entry_state::waiting);
+    f.run_until([&] { return f.fetch.ready(1); });
+    ASSERT_TRUE(f.fetch.ready(1));
+    f.cache->release_all(f.fetch);
+    c = f.cache->counters();
+    EXPECT_EQ(c.evictions, 1u); // expert 2's read took one slot: 0, 5, 6, 7 filled all four
+    EXPECT_EQ(c.read_failures, 0u);
+    EXPECT_EQ(c.reads, 3u * (1u + 3u + 1u));
+}
+
+// Speculation's draft prefetch hands its batch back at once and wants the reads to go on: only retire drops.
+TEST(expert_cache, priority_order_keeps_reading_a_prediction_released_rather_than_retired) {
+    priority_fixture f(16, 1);
+    const std::vector<std::int32_t> predicted{0, 1, 2, 3};
+    f.predict(predicted);
+    f.cache->release_all(f.prediction);
+    f.run_until([] { return false; });
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.prefetch_dropped, 0u);
+    EXPECT_EQ(c.reads, predicted.size() * 3) << "a released prediction's held reads were not read";
+    f.cache->fetch(f.fetch, 1, predicted);
+    for (std::uint32_t i = 0; i < predicted.size(); ++i) {
+        EXPECT_TRUE(f.fetch.ready(i));
+    }
+    f.cache->release_all(f.fetch);
+}
+
+TEST(expert_cache, priority_order_makes_a_fetched_prediction_a_demand_read) {
+    priority_fixture f(16, 1);
+    const std::vector<std::int32_t> predicted{0, 1, 2, 3, 4, 5};
+    f.predict(predicted);
+    const std::vector<std::int32_t> chosen{5}; // the last predicted: its reads are held behind five others
+    f.cache->fetch(f.fetch, 1, chosen);
+    EXPECT_EQ(f.cache->counters().prefetch_promoted, 1u);
+    f.run_until([&] { return f.fetch.ready(0); });
+    ASSERT_TRUE(f.fetch.ready(0));
+    EXPECT_LE(f.predictions_ready(), 1u) << "the chosen expert's reads waited behind the other predictions'";
+    EXPECT_EQ(f.cache->counters().demand_reads, 3u);
+    f.cache->release_all(f.fetch);
+    f.cache->retire(f.prediction); // the four never started are dropped; 0's read runs out
+    f.run_until([] { return false; });
+    const auto c = f.cache->counters();
+    EXPECT_EQ(c.prefetch_used, 1u);
+    EXPECT_EQ(c.prefetch_dropped, 4u);
+    EXPECT_EQ(c.reads, 3u * 2u);
+}
+
+TEST(expert_cache, read_order_names_round_trip_and_bad_ones_are_refused) {
+    for (const auto o : {experts::read_order::fifo, experts::read_order::priority}) {
+        EXPECT_EQ(*experts::parse_read_order(experts::to_string(o)), o);
+    }
+    const auto bad = experts::parse_read_order("lifo");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("lifo"), std::string::npos);
 }
 
 } // namespace

@@ -68,6 +68,19 @@ TEST(sluice_bench, bad_options_fail_with_a_message) {
     const auto policy = sluice_bench("--cache-policy pin-hot:0");
     EXPECT_EQ(policy.status, 1);
     EXPECT_NE(policy.err.find("--cache-policy: cache policy \"pin-hot:0\""), std::string::npos) << policy.err;
+    const auto order = sluice_bench("--read-order lifo");
+    EXPECT_EQ(order.status, 1);
+    EXPECT_NE(order.err.find("--read-order: unknown read order \"lifo\" (expected fifo or priority)"),
+              std::string::npos)
+        << order.err;
+    const auto window = sluice_bench("--read-window 5000");
+    EXPECT_EQ(window.status, 1);
+    EXPECT_NE(window.err.find("--read-window must be 0 (the default) to 1024 reads"), std::string::npos) << window.err;
+    for (const char* flags :
+         {"-p 8 -n 4 -r 1 --read-order fifo", "-p 8 -n 4 -r 1 --read-order priority --read-window 2"}) {
+        const auto ok = sluice_bench(flags);
+        EXPECT_EQ(ok.status, 0) << flags << "\n" << ok.err;
+    }
     const auto chosen = sluice_bench("--json -p 8 -n 4 -r 1 --cache-policy lru-2");
     ASSERT_EQ(chosen.status, 0) << chosen.err;
     EXPECT_EQ(json::parse(chosen.out).at("model").at("cache_policy").as_string(), "lru-2");
