@@ -487,6 +487,7 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
                                                      hp.n_expert_used, owner().plan().cache_slots / 4);
     }
     const auto reads0 = expert_reads();
+    const double wait0 = seq_->engine_->counters().expert_wait_s;
     const auto t1 = clock_type::now();
     speculation::verify_target target{seq_->runner_, cache, seq_->history_, sampler_, owner().vocab(),
                                       req_.top_logprobs, req_.ignore_eos};
@@ -495,6 +496,11 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         co_return accepted.error();
     }
     const double verify_ms = ms_since(t1);
+    summary_.verify_ms += verify_ms;
+    const double verify_wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
+    summary_.verify_wait_ms += verify_wait_ms;
+    summary_.steps.push_back({static_cast<std::uint32_t>(drafts_.size() + 1), *accepted, verify_ms, verify_wait_ms,
+                              expert_reads() - reads0});
     const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
                           verified_.back().chosen.token != drafts_[*accepted];
     // The draft's catch-up on a new prompt (or a stretch without drafting) is paid once, whatever the length: the
@@ -709,6 +715,7 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
         }
         const std::int32_t last = generated_.back();
         const auto reads0 = expert_reads();
+        const double wait0 = seq_->engine_->counters().expert_wait_s;
         const auto t1 = clock_type::now();
         auto r = co_await seq_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
         if (!r) {
@@ -716,8 +723,16 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
             const bool was_cancelled = co_await cancelled();
             co_return fail(r.error(), was_cancelled);
         }
+        const double plain_ms = ms_since(t1);
         if (spec_mode_ != speculative_mode::off) {
-            seq_->controller(spec_mode_).record_plain(ms_since(t1));
+            seq_->controller(spec_mode_).record_plain(plain_ms);
+        }
+        if (summary_.completion_tokens > 0) { // the prompt's pass is not a decode step
+            const double wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
+            ++summary_.plain_steps;
+            summary_.plain_ms += plain_ms;
+            summary_.plain_wait_ms += wait_ms;
+            summary_.steps.push_back({1, 0, plain_ms, wait_ms, expert_reads() - reads0});
         }
         auto& counters = owner().speculation();
         counters.plain_tokens.fetch_add(1, std::memory_order_relaxed);
