@@ -3,7 +3,9 @@
 # and drafted without it (--no-draft-prefetch), same run, the order rotating each round because this VM's speed
 # drifts. Every drafted run's tokens are compared with plain decoding's (they must be identical). Prints per
 # variant: decode tokens and tokens/s, drafted/accepted, expert reads and MB read per generated token (prompt
-# included, from the expert cache's counters), MB read per accepted draft, the prefetch's reads used and wasted.
+# included, from the expert cache's counters), MB read per accepted draft, the prefetch's reads used and wasted,
+# then where the decode steps' passes went: plain steps and verifications, their ms and the part of it stalled on
+# expert reads (the rest is compute), and the mean positions per verification.
 #
 # Usage: MODEL=FILE.gguf BUDGET=4GiB bench/engine/draft_prefetch.sh [rounds=3] [threads=2]
 # MODEL (a MoE file larger than BUDGET, so that experts stream), BUDGET, N (tokens per run, default 48), PROMPT
@@ -27,10 +29,11 @@ flags_prefetch=("${draft_flags[@]}" "${extra_flags[@]}")
 flags_noprefetch=("${draft_flags[@]}" "${extra_flags[@]}" --no-draft-prefetch)
 variants=(plain prefetch noprefetch)
 
-declare -A tokens ms drafted accepted misses bytes generated mismatches used wasted
+declare -A tokens ms drafted accepted misses bytes generated mismatches used wasted psteps pms pwait vsteps vms vwait
 for v in "${variants[@]}"; do
     tokens[$v]=0; ms[$v]=0; drafted[$v]=0; accepted[$v]=0; misses[$v]=0; bytes[$v]=0; generated[$v]=0
-    mismatches[$v]=0; used[$v]=0; wasted[$v]=0
+    mismatches[$v]=0; used[$v]=0; wasted[$v]=0; psteps[$v]=0; pms[$v]=0; pwait[$v]=0; vsteps[$v]=0; vms[$v]=0
+    vwait[$v]=0
 done
 ref=""
 
@@ -51,6 +54,12 @@ for ((r = 0; r < rounds; r++)); do
         drafted[$v]=$((drafted[$v] + dr)); accepted[$v]=$((accepted[$v] + ac))
         misses[$v]=$((misses[$v] + mi)); bytes[$v]=$((bytes[$v] + by)); generated[$v]=$((generated[$v] + g))
         used[$v]=$((used[$v] + pu)); wasted[$v]=$((wasted[$v] + pw))
+        read -r ps pm pwt vs vm vwt < <(jq -r '[(.decode_steps.plain_steps // 0), (.decode_steps.plain_ms // 0),
+            (.decode_steps.plain_wait_ms // 0), (.speculative.verify_steps // 0), (.speculative.verify_ms // 0),
+            (.speculative.verify_wait_ms // 0)] | @tsv' <<<"$out")
+        psteps[$v]=$((psteps[$v] + ps)); vsteps[$v]=$((vsteps[$v] + vs))
+        pms[$v]=$(jq -n "${pms[$v]} + $pm"); pwait[$v]=$(jq -n "${pwait[$v]} + $pwt")
+        vms[$v]=$(jq -n "${vms[$v]} + $vm"); vwait[$v]=$(jq -n "${vwait[$v]} + $vwt")
         echo "round $r $v: $t tokens in $d ms, drafted $dr accepted $ac, $by bytes read" >&2
     done
 done
@@ -67,4 +76,15 @@ for v in "${variants[@]}"; do
         "$(jq -n "$rate / $base")" "${drafted[$v]}" "${accepted[$v]}" "${mismatches[$v]}" \
         "$(jq -n "${misses[$v]} / ${generated[$v]}")" "$(jq -n "${bytes[$v]} / ${generated[$v]} / 1e6")" \
         "$per_acc" "${used[$v]}" "${wasted[$v]}"
+done
+echo
+printf '%-11s %11s %13s %13s %11s %13s %13s %15s\n' variant plain_steps plain_ms/step plain_wait% verify_steps \
+    verify_ms/step verify_wait% positions/verify
+for v in "${variants[@]}"; do
+    per() { [[ $2 -gt 0 ]] && jq -n "$1 / $2" || echo 0; }
+    pct() { jq -n "if $2 > 0 then 100 * $1 / $2 else 0 end"; }
+    printf '%-11s %11d %13.1f %12.1f%% %11d %13.1f %12.1f%% %15.2f\n' "$v" "${psteps[$v]}" \
+        "$(per "${pms[$v]}" "${psteps[$v]}")" "$(pct "${pwait[$v]}" "${pms[$v]}")" "${vsteps[$v]}" \
+        "$(per "${vms[$v]}" "${vsteps[$v]}")" "$(pct "${vwait[$v]}" "${vms[$v]}")" \
+        "$(per "$((vsteps[$v] + drafted[$v]))" "${vsteps[$v]}")"
 done

@@ -22,8 +22,11 @@ void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::v
             if (!std::equal(tail.begin(), tail.end(), history.begin() + static_cast<std::ptrdiff_t>(start))) {
                 continue;
             }
-            for (std::size_t i = start + n; i < len && out.size() < k; ++i) {
-                out.push_back(history[i]);
+            // The copy goes on past the history's end into the drafts themselves (start + n < len, so each one
+            // is written before it is read): a match just behind the tail, as in a repeating phrase, then drafts
+            // the whole period again instead of stopping at the tail.
+            for (std::size_t i = start + n; out.size() < k; ++i) {
+                out.push_back(i < len ? history[i] : out[i - len]);
             }
             return;
         }

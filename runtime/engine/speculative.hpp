@@ -30,7 +30,9 @@ struct counters {
 };
 
 /// Prompt lookup: finds the latest earlier occurrence of the last n tokens of `history` (n from `max_ngram` down
-/// to `min_ngram`) and writes up to `k` tokens that followed it to `out` (cleared; empty when nothing matches).
+/// to `min_ngram`) and writes the `k` tokens that followed it to `out` (cleared; empty when nothing matches). The
+/// copy runs on through the tail and the drafts already written, as if the history repeated from the match: a
+/// loop of period p behind the tail drafts k tokens of that loop, not only the p before the tail.
 void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::vector<std::int32_t>& out,
                   std::uint32_t min_ngram = 2, std::uint32_t max_ngram = 4);
 
