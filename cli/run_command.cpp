@@ -202,7 +202,7 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
         co_return 1;
     }
     auto m = std::move(*loaded);
-    if (auto r = m->set_routing(opts.record_routing, {}); !r) {
+    if (auto r = m->set_routing(opts.record_routing, opts.replay_routing); !r) {
         std::cerr << "sluice run: " << r.error().message << "\n";
         co_return 1;
     }
@@ -328,6 +328,7 @@ void add_run_command(CLI::App& app) {
     add_memory_flags(*cmd, o->memory);
     add_speculative_flags(*cmd, o->speculative);
     add_record_routing_option(*cmd, o->record_routing);
+    add_replay_routing_option(*cmd, o->replay_routing);
     add_template_flags(*cmd, o->template_limits, o->special_tokens_in_content);
     cmd->callback([o] {
         if (const int rc = run_run(*o); rc != 0) {

@@ -139,6 +139,7 @@ constexpr double decay = 0.95;             ///< acceptance counts fade, so the r
 constexpr std::uint32_t refresh = 16;      ///< a plain step at least this often while drafting (fresh plain costs)
 constexpr std::uint32_t first_probe = 32;  ///< while off, a drafting step after this many plain ones, doubling
 constexpr std::uint32_t last_probe = 1024; ///< each time the probe finds drafting still does not pay, up to this
+constexpr std::uint32_t explore = 1;       ///< the draft length of measuring steps and probes
 
 /// The lower median (of an even count, the smaller middle value): slow outliers are the common kind.
 double median_of(double* values, std::size_t n) noexcept {
@@ -180,8 +181,10 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         return 0; // measure what one token costs first (and now and then again)
     }
     if (verify_count_ < 3) {
-        // A first measurement of drafting and verifying, three steps long so that one slow step cannot decide it.
-        return std::min<std::uint32_t>(limit, 3);
+        // A first measurement of drafting and verifying, three steps long so that one slow step cannot decide it,
+        // each drafting one token: with streamed experts a drafted position can cost as much as a plain step (its
+        // own experts read from disk), so a draft that does not pay must be found out cheaply.
+        return explore;
     }
     if (off_) {
         if (++since_probe_ < probe_every_) {
@@ -190,7 +193,7 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         since_probe_ = 0;
         off_ = false;
         probing_ = true;
-        return std::min<std::uint32_t>(limit, 2);
+        return explore;
     }
     // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step plus
     // k positions verified and drafted.

@@ -95,7 +95,9 @@ private:
 /// steps); misses of streamed experts make the verification's share large, cached experts small. The length
 /// maximises expected tokens per millisecond; 0 (plain decode) when no length beats one token per step. While off
 /// it probes now and then (after 32 plain steps, twice as long after each probe that finds drafting still not
-/// paying, up to 1024), as acceptance and costs change with the text. Not thread-safe: one per session.
+/// paying, up to 1024), as acceptance and costs change with the text. The first three drafting steps (the first
+/// measurement) and every probe draft one token: streamed, a drafted position may read as many experts as a plain
+/// step, so finding out that drafting does not pay must cost little. Not thread-safe: one per session.
 class draft_controller {
 public:
     /// The draft length of the next step, at most `limit` (0: a plain step).

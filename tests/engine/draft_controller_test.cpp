@@ -105,6 +105,25 @@ TEST(draft_controller, a_draft_whose_tokens_are_rejected_stops_drafting_and_prob
     EXPECT_GT(probes[2] - probes[1], probes[1] - probes[0]); // each failed probe doubles the wait
 }
 
+TEST(draft_controller, finding_out_that_a_read_bound_draft_does_not_pay_drafts_one_token_at_a_time) {
+    // Streamed experts on a workload where each verified position reads its own experts: a verification of k drafts
+    // costs k + 1 plain steps, and every draft is rejected. The first measurement (3 steps) and each probe draft one
+    // token, so 300 steps spend at most 3 + 4 drafted positions (probes after 32, 64 and 128 plain steps).
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.verify_share = 1.0;
+    sim.draft_share = 0.0;
+    sim.accept_all = false;
+    const auto chosen = sim.run(c, 300);
+    std::uint32_t positions = 0;
+    for (const auto k : chosen) {
+        EXPECT_LE(k, 1u);
+        positions += k;
+    }
+    EXPECT_GE(positions, 3u);
+    EXPECT_LE(positions, 7u);
+}
+
 TEST(draft_controller, recent_median_ignores_a_minority_of_outliers_and_follows_a_lasting_change) {
     speculation::recent_median m;
     EXPECT_EQ(m.median(), 0.0);
