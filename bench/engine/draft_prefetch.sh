@@ -11,7 +11,9 @@
 # MODEL (a MoE file larger than BUDGET, so that experts stream), BUDGET, N (tokens per run, default 48), PROMPT
 # (default: a short English sentence), CTX (--ctx, default 512), DRAFT_FLAGS (how drafts are made, default
 # "--lookup"; "--mtp" for a file with an MTP block), EXTRA (more flags for the drafted variants, e.g.
-# "--draft-fixed --draft-max 4"). Needs jq.
+# "--draft-fixed --draft-max 4"), ROUTING (a routing recording every variant replays, --routing: the replay hands
+# out recorded tokens in forward order, so a drafted run routes a position differently from plain decoding and its
+# tokens differ from plain's: mismatches then count that, not an error). Needs jq.
 # Run it under the shared lock and bench/quiet.sh: flock /work/gen/bench.lock bench/quiet.sh bench/engine/...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +26,8 @@ n=${N:-48}
 prompt=${PROMPT:-"The history of the river begins in the mountains, where the snow melts every spring and"}
 read -ra draft_flags <<<"${DRAFT_FLAGS:---lookup}"
 read -ra extra_flags <<<"${EXTRA:-}"
+routing_flags=()
+if [[ -n "${ROUTING:-}" ]]; then routing_flags=(--routing "$ROUTING"); fi
 flags_plain=()
 flags_prefetch=("${draft_flags[@]}" "${extra_flags[@]}")
 flags_noprefetch=("${draft_flags[@]}" "${extra_flags[@]}" --no-draft-prefetch)
@@ -42,7 +46,7 @@ for ((r = 0; r < rounds; r++)); do
     for v in "${order[@]}"; do
         local_flags="flags_$v[@]"
         out=$("$sluice" run -m "$model" -p "$prompt" -n "$n" --temp 0 --ignore-eos --threads "$threads" --json \
-            --memory-budget "$budget" --disk-bandwidth 1 --ctx "${CTX:-512}" "${!local_flags}" 2>/dev/null)
+            --memory-budget "$budget" --disk-bandwidth 1 --ctx "${CTX:-512}" "${routing_flags[@]}" "${!local_flags}" 2>/dev/null)
         toks=$(jq -c .tokens <<<"$out")
         if [[ $v == plain && -z "$ref" ]]; then ref=$toks; fi
         if [[ -n "$ref" && "$toks" != "$ref" ]]; then mismatches[$v]=$((mismatches[$v] + 1)); fi
@@ -65,7 +69,7 @@ for ((r = 0; r < rounds; r++)); do
 done
 
 echo "model $(basename "$model"), budget $budget, $rounds rounds x $n tokens, $threads threads," \
-    "drafts: ${draft_flags[*]} ${extra_flags[*]}"
+    "drafts: ${draft_flags[*]} ${extra_flags[*]}, routing: ${ROUTING:-router}"
 printf '%-11s %7s %9s %7s %8s %8s %10s %13s %10s %13s %9s %9s\n' variant tokens tok/s speedup drafted accepted \
     mismatches expert_reads/t MB_read/t MB/accepted pf_used pf_wasted
 base=$(jq -n "${tokens[plain]} * 1000 / ${ms[plain]}")
