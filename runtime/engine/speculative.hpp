@@ -108,6 +108,11 @@ public:
     /// was), the target's pass took `verify_ms` and drafting `draft_ms` (the draft's steady cost per step, its
     /// catch-up on the tokens of the last step included; a catch-up on a new prompt left out).
     void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms);
+    /// A plain step checked a draft of one token that cost nothing to make (prompt lookup) against the token it
+    /// produced: `accepted` when they agreed. Counts in acceptance() like a verified draft. From the first such
+    /// check on, drafting starts (the first measurement, a probe) only while acceptance() is at least one half, so
+    /// a free draft that would be rejected never pays a verification to find that out.
+    void record_shadow(bool accepted);
     /// Estimated acceptance rate of one drafted token.
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
     /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step, and per drafted token the
@@ -133,6 +138,7 @@ private:
     std::uint32_t since_probe_ = 0;  ///< plain steps while off
     std::uint32_t probe_every_ = 32; ///< plain steps between probes while off (doubles while probes fail)
     bool probing_ = false;           ///< the last drafting step was a probe
+    bool shadowed_ = false;          ///< record_shadow() was called: acceptance is known without drafting
 };
 
 /// Draft-guided expert prefetch (streamed experts): before a verification, asks `source` to read the experts each

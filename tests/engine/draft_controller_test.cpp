@@ -23,6 +23,7 @@ struct session_sim {
     bool accept_all = true;
     std::uint32_t slow_every = 0;
     double slow = 5.0;
+    bool shadow = false; ///< free drafts (prompt lookup): each plain step checks one (accepted as accept_all says)
 
     std::vector<std::uint32_t> run(speculation::draft_controller& c, std::size_t steps, std::uint32_t limit = 8) const {
         std::vector<std::uint32_t> chosen;
@@ -32,6 +33,9 @@ struct session_sim {
             chosen.push_back(k);
             if (k == 0) {
                 c.record_plain(plain * factor);
+                if (shadow) {
+                    c.record_shadow(accept_all);
+                }
                 continue;
             }
             const double verify = plain * (1.0 + verify_share * k) * factor;
@@ -122,6 +126,32 @@ TEST(draft_controller, finding_out_that_a_read_bound_draft_does_not_pay_drafts_o
     }
     EXPECT_GE(positions, 3u);
     EXPECT_LE(positions, 7u);
+}
+
+TEST(draft_controller, free_drafts_that_plain_steps_find_rejected_never_cost_a_verification) {
+    // Prompt lookup's drafts checked on plain steps: every one would be rejected, so no drafting step is tried at
+    // all (no first measurement, no probe) where without the checks the controller pays 3 + probes.
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.accept_all = false;
+    sim.draft_share = 0.0;
+    sim.shadow = true;
+    const auto chosen = sim.run(c, 2000);
+    EXPECT_EQ(std::count(chosen.begin(), chosen.end(), 0u), static_cast<std::ptrdiff_t>(chosen.size()));
+    EXPECT_LT(c.acceptance(), 0.01);
+}
+
+TEST(draft_controller, free_drafts_that_plain_steps_find_accepted_start_drafting_at_once) {
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.draft_share = 0.0;
+    sim.shadow = true;
+    const auto chosen = sim.run(c, 200);
+    ASSERT_GE(chosen.size(), 3u);
+    EXPECT_EQ(chosen[0], 0u); // the first plain step measures a plain step's cost (and checks one free draft)
+    EXPECT_EQ(chosen[1], 0u); // the first measured one (the first is left out as cold)
+    EXPECT_EQ(chosen[2], 1u); // then the first measurement drafts
+    EXPECT_GE(settled_length(chosen, 100), 6u);
 }
 
 TEST(draft_controller, recent_median_ignores_a_minority_of_outliers_and_follows_a_lasting_change) {
