@@ -448,6 +448,9 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     limit = std::min<std::uint64_t>(limit, cache.capacity() - cache.size() - 1);
     limit = std::min<std::uint64_t>(limit, cache.max_append() - 1);
     auto& controller = seq_->controller(spec_mode_);
+    if (spec_mode_ == speculative_mode::lookup) {
+        controller.expect_shadow();
+    }
     const auto k = req_.speculative.adaptive.value_or(owner().options().draft_adaptive)
                        ? controller.next_k(static_cast<std::uint32_t>(limit))
                        : static_cast<std::uint32_t>(limit);

@@ -184,7 +184,8 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
     if (plain_.count() == 0 || since_plain_ >= refresh) {
         return 0; // measure what one token costs first (and now and then again)
     }
-    if (shadowed_ && acceptance() < min_shadow_acceptance && (verify_count_ < 3 || off_)) {
+    if ((shadowed_ || free_drafts_) && (!shadowed_ || acceptance() < min_shadow_acceptance) &&
+        (verify_count_ < 3 || off_)) {
         return 0; // free drafts checked on plain steps say drafting would not pay: no measurement, no probe
     }
     if (verify_count_ < 3) {

@@ -113,6 +113,9 @@ public:
     /// check on, drafting starts (the first measurement, a probe) only while acceptance() is at least one half, so
     /// a free draft that would be rejected never pays a verification to find that out.
     void record_shadow(bool accepted);
+    /// The drafts cost nothing to make and plain steps check them (record_shadow): no drafting step is tried before
+    /// the first such check.
+    void expect_shadow() noexcept { free_drafts_ = true; }
     /// Estimated acceptance rate of one drafted token.
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
     /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step, and per drafted token the
@@ -139,6 +142,7 @@ private:
     std::uint32_t probe_every_ = 32; ///< plain steps between probes while off (doubles while probes fail)
     bool probing_ = false;           ///< the last drafting step was a probe
     bool shadowed_ = false;          ///< record_shadow() was called: acceptance is known without drafting
+    bool free_drafts_ = false;       ///< expect_shadow(): wait for the first check before drafting
 };
 
 /// Draft-guided expert prefetch (streamed experts): before a verification, asks `source` to read the experts each

@@ -132,6 +132,7 @@ TEST(draft_controller, free_drafts_that_plain_steps_find_rejected_never_cost_a_v
     // Prompt lookup's drafts checked on plain steps: every one would be rejected, so no drafting step is tried at
     // all (no first measurement, no probe) where without the checks the controller pays 3 + probes.
     speculation::draft_controller c;
+    c.expect_shadow();
     session_sim sim;
     sim.accept_all = false;
     sim.draft_share = 0.0;
@@ -141,8 +142,16 @@ TEST(draft_controller, free_drafts_that_plain_steps_find_rejected_never_cost_a_v
     EXPECT_LT(c.acceptance(), 0.01);
 }
 
+TEST(draft_controller, free_drafts_never_checked_on_a_plain_step_start_no_drafting) {
+    speculation::draft_controller c;
+    c.expect_shadow(); // but no plain step ever had a draft to check
+    const auto chosen = session_sim{}.run(c, 100);
+    EXPECT_EQ(std::count(chosen.begin(), chosen.end(), 0u), static_cast<std::ptrdiff_t>(chosen.size()));
+}
+
 TEST(draft_controller, free_drafts_that_plain_steps_find_accepted_start_drafting_at_once) {
     speculation::draft_controller c;
+    c.expect_shadow();
     session_sim sim;
     sim.draft_share = 0.0;
     sim.shadow = true;
