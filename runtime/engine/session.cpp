@@ -532,7 +532,7 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         catch_up_ms = seq_->mtp_->catch_up_ms();
     }
     controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
-                             std::max(0.0, draft_ms - catch_up_ms));
+                             std::max(0.0, draft_ms - catch_up_ms), verify_wait_ms);
     auto& counters = owner().speculation();
     counters.verify_steps.fetch_add(1, std::memory_order_relaxed);
     counters.drafted.fetch_add(drafts_.size(), std::memory_order_relaxed);
@@ -744,11 +744,11 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
             co_return fail(r.error(), was_cancelled);
         }
         const double plain_ms = ms_since(t1);
+        const double wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
         if (spec_mode_ != speculative_mode::off) {
-            seq_->controller(spec_mode_).record_plain(plain_ms);
+            seq_->controller(spec_mode_).record_plain(plain_ms, wait_ms);
         }
         if (summary_.completion_tokens > 0) { // the prompt's pass is not a decode step
-            const double wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
             ++summary_.plain_steps;
             summary_.plain_ms += plain_ms;
             summary_.plain_wait_ms += wait_ms;

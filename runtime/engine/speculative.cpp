@@ -203,11 +203,12 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         probing_ = true;
         return explore;
     }
-    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step plus
-    // k positions verified and drafted.
-    const double plain = plain_.median();
+    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step's compute
+    // plus k positions' extra compute and drafting, and k + 1 positions' expert waits.
+    const double wait = wait_.median();
+    const double plain = plain_.median() + wait;
     const double a = std::clamp(acceptance(), 0.0, 0.999);
-    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median());
+    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median()) + wait;
     std::uint32_t best = 0;
     double best_rate = 1.0 / plain;
     double expected = 1.0;
@@ -237,24 +238,26 @@ void draft_controller::record_shadow(bool accepted) {
     tried_ = tried_ * decay + 1.0;
 }
 
-void draft_controller::record_plain(double ms) {
+void draft_controller::record_plain(double ms, double wait_ms) {
     since_plain_ = 0;
     if (!warm_) {
         warm_ = true; // a session's first step runs cold (first touch of buffers): an outlier that makes drafting
         return;       // look free
     }
-    plain_.add(ms);
+    plain_.add(std::max(0.0, ms - wait_ms));
+    wait_.add(std::max(0.0, wait_ms));
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
-                                     double draft_ms) {
+                                     double draft_ms, double wait_ms) {
     ++since_plain_;
     if (drafted == 0) {
         return;
     }
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
-    verify_ms_[verify_next_] = verify_ms;
+    verify_ms_[verify_next_] = std::max(0.0, verify_ms - wait_ms);
+    wait_.add(std::max(0.0, wait_ms) / (drafted + 1));
     verify_len_[verify_next_] = drafted;
     verify_next_ = (verify_next_ + 1) % recent_median::size;
     verify_count_ = std::min(verify_count_ + 1, recent_median::size);

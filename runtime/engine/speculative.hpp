@@ -102,12 +102,14 @@ class draft_controller {
 public:
     /// The draft length of the next step, at most `limit` (0: a plain step).
     std::uint32_t next_k(std::uint32_t limit);
-    /// A plain one-token step took `ms`.
-    void record_plain(double ms);
+    /// A plain one-token step took `ms`, of which `wait_ms` stalled on expert reads (streamed experts; 0 resident).
+    void record_plain(double ms, double wait_ms = 0.0);
     /// A verification step: `drafted` tokens, `accepted` of them before the first rejection (`rejected`: one
-    /// was), the target's pass took `verify_ms` and drafting `draft_ms` (the draft's steady cost per step, its
-    /// catch-up on the tokens of the last step included; a catch-up on a new prompt left out).
-    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms);
+    /// was), the target's pass took `verify_ms` (of which `wait_ms` stalled on expert reads) and drafting
+    /// `draft_ms` (the draft's steady cost per step, its catch-up on the tokens of the last step included; a
+    /// catch-up on a new prompt left out).
+    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms,
+                       double wait_ms = 0.0);
     /// A plain step checked a draft of one token that cost nothing to make (prompt lookup) against the token it
     /// produced: `accepted` when they agreed. Counts in acceptance() like a verified draft. From the first such
     /// check on, drafting starts (the first measurement, a probe) only while acceptance() is at least one half, so
@@ -118,17 +120,23 @@ public:
     void expect_shadow() noexcept { free_drafts_ = true; }
     /// Estimated acceptance rate of one drafted token.
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
-    /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step, and per drafted token the
-    /// verification's extra time and the drafting time.
+    /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step's compute (its time less
+    /// its expert waits), per drafted token the verification's extra compute and the drafting time, and the expert
+    /// wait per position of a pass. Compute and waits are kept apart because the waits change with the cache's
+    /// state while compute does not: the first steps after a prompt wait for most of their experts (3 to 4 times
+    /// a warm step's time, streamed), and a plain step's time taken then, set against verifications that run
+    /// later on a warm cache, would make every drafted position look free.
     [[nodiscard]] double plain_ms() const noexcept { return plain_.median(); }
     [[nodiscard]] double extra_ms() const noexcept;
     [[nodiscard]] double draft_ms() const noexcept { return draft_.median(); }
+    [[nodiscard]] double wait_ms() const noexcept { return wait_.median(); }
 
 private:
-    recent_median plain_; ///< one-token steps (the first, cold, left out)
+    recent_median plain_; ///< one-token steps' compute (the first, cold, left out)
     recent_median draft_; ///< drafting time per drafted token
-    /// The last verification passes: time and draft length (extra_ms() sets them against the plain steps' median
-    /// when it is asked, so that a fresh plain sample applies to every one of them).
+    recent_median wait_;  ///< expert waits per position of recent passes, plain and verifying
+    /// The last verification passes: compute time and draft length (extra_ms() sets them against the plain steps'
+    /// median when it is asked, so that a fresh plain sample applies to every one of them).
     double verify_ms_[recent_median::size] = {};
     std::uint32_t verify_len_[recent_median::size] = {};
     std::size_t verify_count_ = 0;

@@ -163,6 +163,33 @@ TEST(draft_controller, free_drafts_that_plain_steps_find_accepted_start_drafting
     EXPECT_GE(settled_length(chosen, 100), 6u);
 }
 
+TEST(draft_controller, slow_cold_plain_steps_do_not_make_verifications_of_a_warm_cache_look_free) {
+    // Streamed: the first plain steps after a prompt wait for their experts (300 ms, 220 of them waiting), later
+    // passes find them cached (a plain step would take 80 ms, 8 waiting). A verified position costs 40 ms of
+    // compute and 4 ms of waits, and 9 steps in 20 accept their drafts (the others reject the first): one
+    // drafted token, accepted 45% of the time, gives 1.45 tokens for
+    // 80 + 40 + 4 = 124 ms against 1.45 plain steps' 116 ms, so drafting does not pay. Set against the cold plain
+    // steps' 300 ms the verifications would look free; with compute and waits apart the controller stops.
+    speculation::draft_controller c;
+    for (int i = 0; i < 8; ++i) {
+        c.record_plain(300.0, 220.0);
+    }
+    std::uint32_t drafting = 0;
+    for (int step = 0; step < 60; ++step) {
+        const auto k = c.next_k(4);
+        if (k == 0) {
+            c.record_plain(80.0, 8.0);
+            continue;
+        }
+        drafting += step >= 20 ? 1 : 0;
+        const bool all = step % 20 < 9; // 45% of the steps accept everything, the rest reject the first draft
+        c.record_verify(k, all ? k : 0, !all, 72.0 + 40.0 * k + 4.0 * (k + 1), 0.0, 4.0 * (k + 1));
+    }
+    EXPECT_NEAR(c.plain_ms(), 72.0, 1e-9);
+    EXPECT_NEAR(c.extra_ms(), 40.0, 1e-9);
+    EXPECT_LE(drafting, 2u) << "probes only, once the costs are measured";
+}
+
 TEST(draft_controller, recent_median_ignores_a_minority_of_outliers_and_follows_a_lasting_change) {
     speculation::recent_median m;
     EXPECT_EQ(m.median(), 0.0);
