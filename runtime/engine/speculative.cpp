@@ -245,7 +245,6 @@ void draft_controller::record_plain(double ms, double wait_ms) {
         return;       // look free
     }
     plain_.add(std::max(0.0, ms - wait_ms));
-    wait_.add(std::max(0.0, wait_ms));
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,

@@ -122,10 +122,11 @@ public:
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
     /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step's compute (its time less
     /// its expert waits), per drafted token the verification's extra compute and the drafting time, and the expert
-    /// wait per position of a pass. Compute and waits are kept apart because the waits change with the cache's
-    /// state while compute does not: the first steps after a prompt wait for most of their experts (3 to 4 times
-    /// a warm step's time, streamed), and a plain step's time taken then, set against verifications that run
-    /// later on a warm cache, would make every drafted position look free.
+    /// wait per position of recent verifications (counted for every position of a step, plain or drafting). Compute and
+    /// waits are kept apart because the waits change with the cache's state while compute does not: the first steps
+    /// after a prompt wait for most of their experts (3 to 4 times a warm step's time, streamed), and a plain step's
+    /// time taken then, set against verifications that run later on a warm cache, would make every drafted position
+    /// look free.
     [[nodiscard]] double plain_ms() const noexcept { return plain_.median(); }
     [[nodiscard]] double extra_ms() const noexcept;
     [[nodiscard]] double draft_ms() const noexcept { return draft_.median(); }
@@ -134,7 +135,8 @@ public:
 private:
     recent_median plain_; ///< one-token steps' compute (the first, cold, left out)
     recent_median draft_; ///< drafting time per drafted token
-    recent_median wait_;  ///< expert waits per position of recent passes, plain and verifying
+    recent_median wait_;  ///< expert waits per position of recent verifications (plain steps are rare while
+                          ///< drafting, and the cold ones after a prompt would make every position look costly)
     /// The last verification passes: compute time and draft length (extra_ms() sets them against the plain steps'
     /// median when it is asked, so that a fresh plain sample applies to every one of them).
     double verify_ms_[recent_median::size] = {};
