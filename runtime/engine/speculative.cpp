@@ -144,6 +144,8 @@ constexpr std::uint32_t explore = 1;       ///< the draft length of measuring st
 /// gives 1.5 tokens or fewer, which pays only if a verified position costs under half a plain step, and on this
 /// project's machines it costs 0.4 (resident) to 1.5 (streamed, its experts read) plain steps.
 constexpr double min_shadow_acceptance = 0.5;
+/// From this acceptance of free drafts checked on plain steps, measuring steps and probes draft 3 tokens, not 1.
+constexpr double trusted_shadow_acceptance = 0.75;
 
 /// The lower median (of an even count, the smaller middle value): slow outliers are the common kind.
 double median_of(double* values, std::size_t n) noexcept {
@@ -192,7 +194,7 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         // A first measurement of drafting and verifying, three steps long so that one slow step cannot decide it,
         // each drafting one token: with streamed experts a drafted position can cost as much as a plain step (its
         // own experts read from disk), so a draft that does not pay must be found out cheaply.
-        return explore;
+        return explore_length(limit);
     }
     if (off_) {
         if (++since_probe_ < probe_every_) {
@@ -201,7 +203,7 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         since_probe_ = 0;
         off_ = false;
         probing_ = true;
-        return explore;
+        return explore_length(limit);
     }
     // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step's compute
     // plus k positions' extra compute and drafting, and k + 1 positions' expert waits.
@@ -230,6 +232,11 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         probing_ = false;
     }
     return best;
+}
+
+std::uint32_t draft_controller::explore_length(std::uint32_t limit) const noexcept {
+    // Free drafts that plain steps found right most of the time are measured at a useful length at once.
+    return shadowed_ && acceptance() >= trusted_shadow_acceptance ? std::min(limit, 3u) : std::min(limit, explore);
 }
 
 void draft_controller::record_shadow(bool accepted) {

@@ -133,6 +133,9 @@ public:
     [[nodiscard]] double wait_ms() const noexcept { return wait_.median(); }
 
 private:
+    /// The length of a measuring step or probe: 1, or 3 when free drafts checked on plain steps were mostly right.
+    [[nodiscard]] std::uint32_t explore_length(std::uint32_t limit) const noexcept;
+
     recent_median plain_; ///< one-token steps' compute (the first, cold, left out)
     recent_median draft_; ///< drafting time per drafted token
     recent_median wait_;  ///< expert waits per position of recent verifications (plain steps are rare while

@@ -159,7 +159,7 @@ TEST(draft_controller, free_drafts_that_plain_steps_find_accepted_start_drafting
     ASSERT_GE(chosen.size(), 3u);
     EXPECT_EQ(chosen[0], 0u); // the first plain step measures a plain step's cost (and checks one free draft)
     EXPECT_EQ(chosen[1], 0u); // the first measured one (the first is left out as cold)
-    EXPECT_EQ(chosen[2], 1u); // then the first measurement drafts
+    EXPECT_EQ(chosen[2], 3u); // then the first measurement drafts, 3 tokens after two free drafts found right
     EXPECT_GE(settled_length(chosen, 100), 6u);
 }
 
