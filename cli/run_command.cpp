@@ -125,11 +125,18 @@ json::object report_json(const run_report& r) {
         out["experts"] = experts_json(*r.experts);
     }
     if (s.verify_steps > 0) {
-        out["speculative"] = json::object{{"drafted_tokens", s.drafted_tokens},
-                                          {"accepted_tokens", s.accepted_tokens},
-                                          {"verify_steps", s.verify_steps},
-                                          {"draft_ms", s.draft_ms}};
+        out["speculative"] = json::object{{"drafted_tokens", s.drafted_tokens}, {"accepted_tokens", s.accepted_tokens},
+                                          {"verify_steps", s.verify_steps},     {"draft_ms", s.draft_ms},
+                                          {"verify_ms", s.verify_ms},           {"verify_wait_ms", s.verify_wait_ms}};
     }
+    json::array steps;
+    for (const auto& st : s.steps) {
+        steps.push_back(json::array{st.positions, st.accepted, st.ms, st.wait_ms, st.expert_reads});
+    }
+    out["decode_steps"] = json::object{{"plain_steps", s.plain_steps},
+                                       {"plain_ms", s.plain_ms},
+                                       {"plain_wait_ms", s.plain_wait_ms},
+                                       {"trace", std::move(steps)}};
     return out;
 }
 
@@ -142,8 +149,8 @@ void print_statistics(const run_report& r) {
                  decode.steps, decode.ms, decode.per_second());
     if (s.verify_steps > 0) {
         std::fprintf(stderr, "drafts     %u drafted, %u accepted (%.0f%%) in %u verifications, %.1f ms drafting\n",
-                     s.drafted_tokens, s.accepted_tokens, 100.0 * s.accepted_tokens / s.drafted_tokens,
-                     s.verify_steps, s.draft_ms);
+                     s.drafted_tokens, s.accepted_tokens, 100.0 * s.accepted_tokens / s.drafted_tokens, s.verify_steps,
+                     s.draft_ms);
     }
     std::fprintf(stderr, "finish     %s (seed %llu)\n", std::string(to_string(s.reason)).c_str(),
                  static_cast<unsigned long long>(r.seed));
@@ -195,7 +202,7 @@ asio::awaitable<int> run_generation(run_options opts, model_options model_opts, 
         co_return 1;
     }
     auto m = std::move(*loaded);
-    if (auto r = m->set_routing(opts.record_routing, {}); !r) {
+    if (auto r = m->set_routing(opts.record_routing, opts.replay_routing); !r) {
         std::cerr << "sluice run: " << r.error().message << "\n";
         co_return 1;
     }
@@ -321,6 +328,7 @@ void add_run_command(CLI::App& app) {
     add_memory_flags(*cmd, o->memory);
     add_speculative_flags(*cmd, o->speculative);
     add_record_routing_option(*cmd, o->record_routing);
+    add_replay_routing_option(*cmd, o->replay_routing);
     add_template_flags(*cmd, o->template_limits, o->special_tokens_in_content);
     cmd->callback([o] {
         if (const int rc = run_run(*o); rc != 0) {

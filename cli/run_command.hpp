@@ -30,10 +30,11 @@ struct run_options {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     bool json = false;
-    memory_flags memory; ///< --memory-budget, --disk-bandwidth, --no-prefetch
-    speculative_flags speculative; ///< --draft, --draft-max, --draft-optional, --lookup
-    std::string record_routing; ///< --record-routing FILE
-    chat::template_limits template_limits; ///< --template-max-*
+    memory_flags memory;                    ///< --memory-budget, --disk-bandwidth, --no-prefetch
+    speculative_flags speculative;          ///< --draft, --draft-max, --draft-optional, --lookup
+    std::string record_routing;             ///< --record-routing FILE
+    std::string replay_routing;             ///< --routing FILE
+    chat::template_limits template_limits;  ///< --template-max-*
     bool special_tokens_in_content = false; ///< --special-tokens-in-content
 };
 

@@ -3,13 +3,17 @@
 # and drafted without it (--no-draft-prefetch), same run, the order rotating each round because this VM's speed
 # drifts. Every drafted run's tokens are compared with plain decoding's (they must be identical). Prints per
 # variant: decode tokens and tokens/s, drafted/accepted, expert reads and MB read per generated token (prompt
-# included, from the expert cache's counters), MB read per accepted draft, the prefetch's reads used and wasted.
+# included, from the expert cache's counters), MB read per accepted draft, the prefetch's reads used and wasted,
+# then where the decode steps' passes went: plain steps and verifications, their ms and the part of it stalled on
+# expert reads (the rest is compute), and the mean positions per verification.
 #
 # Usage: MODEL=FILE.gguf BUDGET=4GiB bench/engine/draft_prefetch.sh [rounds=3] [threads=2]
 # MODEL (a MoE file larger than BUDGET, so that experts stream), BUDGET, N (tokens per run, default 48), PROMPT
 # (default: a short English sentence), CTX (--ctx, default 512), DRAFT_FLAGS (how drafts are made, default
 # "--lookup"; "--mtp" for a file with an MTP block), EXTRA (more flags for the drafted variants, e.g.
-# "--draft-fixed --draft-max 4"). Needs jq.
+# "--draft-fixed --draft-max 4"), ROUTING (a routing recording every variant replays, --routing: the replay hands
+# out recorded tokens in forward order, so a drafted run routes a position differently from plain decoding and its
+# tokens differ from plain's: mismatches then count that, not an error). Needs jq.
 # Run it under the shared lock and bench/quiet.sh: flock /work/gen/bench.lock bench/quiet.sh bench/engine/...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,15 +26,18 @@ n=${N:-48}
 prompt=${PROMPT:-"The history of the river begins in the mountains, where the snow melts every spring and"}
 read -ra draft_flags <<<"${DRAFT_FLAGS:---lookup}"
 read -ra extra_flags <<<"${EXTRA:-}"
+routing_flags=()
+if [[ -n "${ROUTING:-}" ]]; then routing_flags=(--routing "$ROUTING"); fi
 flags_plain=()
 flags_prefetch=("${draft_flags[@]}" "${extra_flags[@]}")
 flags_noprefetch=("${draft_flags[@]}" "${extra_flags[@]}" --no-draft-prefetch)
 variants=(plain prefetch noprefetch)
 
-declare -A tokens ms drafted accepted misses bytes generated mismatches used wasted
+declare -A tokens ms drafted accepted misses bytes generated mismatches used wasted psteps pms pwait vsteps vms vwait
 for v in "${variants[@]}"; do
     tokens[$v]=0; ms[$v]=0; drafted[$v]=0; accepted[$v]=0; misses[$v]=0; bytes[$v]=0; generated[$v]=0
-    mismatches[$v]=0; used[$v]=0; wasted[$v]=0
+    mismatches[$v]=0; used[$v]=0; wasted[$v]=0; psteps[$v]=0; pms[$v]=0; pwait[$v]=0; vsteps[$v]=0; vms[$v]=0
+    vwait[$v]=0
 done
 ref=""
 
@@ -39,7 +46,7 @@ for ((r = 0; r < rounds; r++)); do
     for v in "${order[@]}"; do
         local_flags="flags_$v[@]"
         out=$("$sluice" run -m "$model" -p "$prompt" -n "$n" --temp 0 --ignore-eos --threads "$threads" --json \
-            --memory-budget "$budget" --disk-bandwidth 1 --ctx "${CTX:-512}" "${!local_flags}" 2>/dev/null)
+            --memory-budget "$budget" --disk-bandwidth 1 --ctx "${CTX:-512}" "${routing_flags[@]}" "${!local_flags}" 2>/dev/null)
         toks=$(jq -c .tokens <<<"$out")
         if [[ $v == plain && -z "$ref" ]]; then ref=$toks; fi
         if [[ -n "$ref" && "$toks" != "$ref" ]]; then mismatches[$v]=$((mismatches[$v] + 1)); fi
@@ -51,12 +58,18 @@ for ((r = 0; r < rounds; r++)); do
         drafted[$v]=$((drafted[$v] + dr)); accepted[$v]=$((accepted[$v] + ac))
         misses[$v]=$((misses[$v] + mi)); bytes[$v]=$((bytes[$v] + by)); generated[$v]=$((generated[$v] + g))
         used[$v]=$((used[$v] + pu)); wasted[$v]=$((wasted[$v] + pw))
+        read -r ps pm pwt vs vm vwt < <(jq -r '[(.decode_steps.plain_steps // 0), (.decode_steps.plain_ms // 0),
+            (.decode_steps.plain_wait_ms // 0), (.speculative.verify_steps // 0), (.speculative.verify_ms // 0),
+            (.speculative.verify_wait_ms // 0)] | @tsv' <<<"$out")
+        psteps[$v]=$((psteps[$v] + ps)); vsteps[$v]=$((vsteps[$v] + vs))
+        pms[$v]=$(jq -n "${pms[$v]} + $pm"); pwait[$v]=$(jq -n "${pwait[$v]} + $pwt")
+        vms[$v]=$(jq -n "${vms[$v]} + $vm"); vwait[$v]=$(jq -n "${vwait[$v]} + $vwt")
         echo "round $r $v: $t tokens in $d ms, drafted $dr accepted $ac, $by bytes read" >&2
     done
 done
 
 echo "model $(basename "$model"), budget $budget, $rounds rounds x $n tokens, $threads threads," \
-    "drafts: ${draft_flags[*]} ${extra_flags[*]}"
+    "drafts: ${draft_flags[*]} ${extra_flags[*]}, routing: ${ROUTING:-router}"
 printf '%-11s %7s %9s %7s %8s %8s %10s %13s %10s %13s %9s %9s\n' variant tokens tok/s speedup drafted accepted \
     mismatches expert_reads/t MB_read/t MB/accepted pf_used pf_wasted
 base=$(jq -n "${tokens[plain]} * 1000 / ${ms[plain]}")
@@ -67,4 +80,15 @@ for v in "${variants[@]}"; do
         "$(jq -n "$rate / $base")" "${drafted[$v]}" "${accepted[$v]}" "${mismatches[$v]}" \
         "$(jq -n "${misses[$v]} / ${generated[$v]}")" "$(jq -n "${bytes[$v]} / ${generated[$v]} / 1e6")" \
         "$per_acc" "${used[$v]}" "${wasted[$v]}"
+done
+echo
+printf '%-11s %11s %13s %13s %11s %13s %13s %15s\n' variant plain_steps plain_ms/step plain_wait% verify_steps \
+    verify_ms/step verify_wait% positions/verify
+for v in "${variants[@]}"; do
+    per() { [[ $2 -gt 0 ]] && jq -n "$1 / $2" || echo 0; }
+    pct() { jq -n "if $2 > 0 then 100 * $1 / $2 else 0 end"; }
+    printf '%-11s %11d %13.1f %12.1f%% %11d %13.1f %12.1f%% %15.2f\n' "$v" "${psteps[$v]}" \
+        "$(per "${pms[$v]}" "${psteps[$v]}")" "$(pct "${pwait[$v]}" "${pms[$v]}")" "${vsteps[$v]}" \
+        "$(per "${vms[$v]}" "${vsteps[$v]}")" "$(pct "${vwait[$v]}" "${vms[$v]}")" \
+        "$(per "$((vsteps[$v] + drafted[$v]))" "${vsteps[$v]}")"
 done

@@ -60,25 +60,40 @@ std::string_view to_string(finish_reason r) noexcept;
 struct token_event {
     std::int32_t token = -1;
     std::string text;
-    float logprob = 0.0f;                    ///< log-probability under the model's raw distribution
+    float logprob = 0.0f;           ///< log-probability under the model's raw distribution
     std::vector<token_logprob> top; ///< when top_logprobs > 0
-    double ms = 0.0;                         ///< time to produce this token
+    double ms = 0.0;                ///< time to produce this token
+};
+
+/// One decode step's forward pass (generation_summary::steps).
+struct decode_step_timing {
+    std::uint32_t positions = 1;    ///< tokens in the pass: 1 for a plain step, 1 + drafts for a verification
+    std::uint32_t accepted = 0;     ///< drafts accepted (verifications)
+    double ms = 0.0;                ///< the forward pass
+    double wait_ms = 0.0;           ///< of ms, stalled on expert reads (streamed experts)
+    std::uint64_t expert_reads = 0; ///< experts read from disk during the pass (streamed experts)
 };
 
 /// Totals of a finished (or running) generation.
 struct generation_summary {
     finish_reason reason = finish_reason::stop;
     bool finished = false;
-    std::uint32_t prompt_tokens = 0;     ///< tokens of the prompt
-    std::uint32_t cached_tokens = 0;     ///< prompt tokens reused from the session's previous turn
-    std::uint32_t completion_tokens = 0; ///< tokens generated
-    double prompt_ms = 0.0;              ///< prefill time (the tokens not reused)
-    double decode_ms = 0.0;              ///< time of all decode steps
-    std::string stopped_by;              ///< the stop string that ended it, if any
-    std::uint32_t drafted_tokens = 0;    ///< speculation: tokens drafted and verified
-    std::uint32_t accepted_tokens = 0;   ///< of those, accepted by the target
-    std::uint32_t verify_steps = 0;      ///< forward passes that verified drafts
-    double draft_ms = 0.0;               ///< of decode_ms, time spent drafting
+    std::uint32_t prompt_tokens = 0;       ///< tokens of the prompt
+    std::uint32_t cached_tokens = 0;       ///< prompt tokens reused from the session's previous turn
+    std::uint32_t completion_tokens = 0;   ///< tokens generated
+    double prompt_ms = 0.0;                ///< prefill time (the tokens not reused)
+    double decode_ms = 0.0;                ///< time of all decode steps
+    std::string stopped_by;                ///< the stop string that ended it, if any
+    std::uint32_t drafted_tokens = 0;      ///< speculation: tokens drafted and verified
+    std::uint32_t accepted_tokens = 0;     ///< of those, accepted by the target
+    std::uint32_t verify_steps = 0;        ///< forward passes that verified drafts
+    double draft_ms = 0.0;                 ///< of decode_ms, time spent drafting
+    double verify_ms = 0.0;                ///< of decode_ms, the verifications' forward passes
+    double verify_wait_ms = 0.0;           ///< of verify_ms, stalled on expert reads (streamed experts)
+    std::uint32_t plain_steps = 0;         ///< one-token decode steps
+    double plain_ms = 0.0;                 ///< of decode_ms, those steps' forward passes
+    double plain_wait_ms = 0.0;            ///< of plain_ms, stalled on expert reads (streamed experts)
+    std::vector<decode_step_timing> steps; ///< every decode step's pass, in order
 };
 
 class session;

@@ -16,9 +16,9 @@
 
 #include <algorithm>
 #include <cassert>
-#include <limits>
 #include <cmath>
 #include <deque>
+#include <limits>
 
 namespace sluice {
 
@@ -56,8 +56,7 @@ struct session::state {
     state(std::shared_ptr<model> m, std::uint32_t n_ctx)
         : model_(std::move(m)),
           cache_(models::cache_layout_of(model_->arch(), model_->hparams()), n_ctx ? n_ctx : model_->options().n_ctx,
-                 model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32
-                                                                 : kernels::quant_type::f16,
+                 model_->options().kv_type == kv_cache_type::f32 ? kernels::quant_type::f32 : kernels::quant_type::f16,
                  model_->options().n_batch),
           engine_(model_->batch()), runner_(*engine_) {
         if (model_->mtp() != nullptr) {
@@ -77,8 +76,8 @@ struct session::state {
     models::kv_cache cache_;
     std::shared_ptr<batch_engine> engine_; ///< the model's: every session's forward passes share its steps
     batch_engine& runner_;
-    std::vector<std::int32_t> history_; ///< tokens whose keys/values are in cache_
-    shared_sequence shared_{&cache_, &history_}; ///< what other sessions of the model may copy a prefix from
+    std::vector<std::int32_t> history_;                ///< tokens whose keys/values are in cache_
+    shared_sequence shared_{&cache_, &history_};       ///< what other sessions of the model may copy a prefix from
     std::unique_ptr<speculation::draft_runner> draft_; ///< the draft model's sequence, made on first use
     std::unique_ptr<speculation::mtp_runner> mtp_;     ///< the MTP block's sequence, made on first use
     speculation::draft_controller controllers_[3];     ///< draft lengths: prompt lookup, draft model, MTP
@@ -194,8 +193,8 @@ struct token_stream::state {
     /// Ends the stream after a failed step: the error, or a cancelled finish when the consumer had cancelled
     /// (which is why a read or a wait failed).
     result<std::optional<token_event>> fail(error e, bool was_cancelled);
-    std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top,
-                                          double ms, bool accepted_by_sampler = false);
+    std::optional<token_event> take_token(std::int32_t token, float logprob, std::vector<token_logprob> top, double ms,
+                                          bool accepted_by_sampler = false);
     boost::asio::awaitable<result<void>> start_grammar();
     /// Computes (or finds cached) the grammar's mask for the current state on the compute pool.
     boost::asio::awaitable<void> mask_on_pool();
@@ -223,8 +222,8 @@ struct token_stream::state {
     std::vector<std::int32_t> generated_;
     std::vector<float> logits_;
     std::optional<grammar::token_filter> grammar_; ///< when the request has a grammar
-    std::vector<float> masked_;                     ///< logits_ with the tokens the grammar refuses at -inf
-    bool grammar_done_ = false;                     ///< only end-of-generation can follow
+    std::vector<float> masked_;                    ///< logits_ with the tokens the grammar refuses at -inf
+    bool grammar_done_ = false;                    ///< only end-of-generation can follow
     bool started_ = false;
     bool ended_ = false;
     bool pending_ = false; ///< logits_ hold the distribution of the next token
@@ -232,6 +231,7 @@ struct token_stream::state {
     std::uint32_t spec_max_ = 0;
     std::vector<std::int32_t> drafts_;
     std::vector<std::int32_t> prefetch_tokens_; ///< a step's tokens whose experts draft-guided prefetch reads
+    std::int32_t shadow_draft_ = -1; ///< a plain step's unverified lookup draft, checked against its token (or -1)
     std::vector<speculation::verified_token> verified_;
     std::deque<speculation::verified_token> ready_; ///< verified tokens not emitted yet
     double ready_ms_ = 0.0;                         ///< each one's share of its step's time
@@ -242,9 +242,15 @@ session::session(std::shared_ptr<model> m, std::uint32_t n_ctx)
 
 session::~session() = default;
 
-model& session::owner() noexcept { return *state_->model_; }
-std::uint32_t session::context_size() const noexcept { return state_->cache_.capacity(); }
-std::uint32_t session::tokens_in_context() const noexcept { return state_->cache_.size(); }
+model& session::owner() noexcept {
+    return *state_->model_;
+}
+std::uint32_t session::context_size() const noexcept {
+    return state_->cache_.capacity();
+}
+std::uint32_t session::tokens_in_context() const noexcept {
+    return state_->cache_.size();
+}
 
 std::vector<std::uint32_t> session::checkpoint_positions() const {
     std::vector<std::uint32_t> out;
@@ -314,19 +320,21 @@ boost::asio::awaitable<result<void>> session::evaluate(std::span<const std::int3
     co_return r;
 }
 
-token_stream::token_stream(session& s, generate_request req)
-    : state_(std::make_unique<state>(s, std::move(req))) {}
+token_stream::token_stream(session& s, generate_request req) : state_(std::make_unique<state>(s, std::move(req))) {}
 token_stream::token_stream(token_stream&&) noexcept = default;
 token_stream& token_stream::operator=(token_stream&&) noexcept = default;
 token_stream::~token_stream() = default;
 
-const generation_summary& token_stream::summary() const noexcept { return state_->summary_; }
-const std::vector<std::int32_t>& token_stream::tokens() const noexcept { return state_->generated_; }
+const generation_summary& token_stream::summary() const noexcept {
+    return state_->summary_;
+}
+const std::vector<std::int32_t>& token_stream::tokens() const noexcept {
+    return state_->generated_;
+}
 
 token_stream::state::state(session& s, generate_request req)
     : session_(&s), seq_(s.state_.get()), req_(std::move(req)),
-      sampler_(runtime::validate(req_.sampling) ? req_.sampling : sampling_params{},
-               s.owner().hparams().n_vocab),
+      sampler_(runtime::validate(req_.sampling) ? req_.sampling : sampling_params{}, s.owner().hparams().n_vocab),
       stops_(req_.stop) {}
 
 boost::asio::awaitable<result<void>> token_stream::state::start() {
@@ -440,9 +448,21 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     limit = std::min<std::uint64_t>(limit, cache.capacity() - cache.size() - 1);
     limit = std::min<std::uint64_t>(limit, cache.max_append() - 1);
     auto& controller = seq_->controller(spec_mode_);
-    const auto k = req_.speculative.adaptive.value_or(owner().options().draft_adaptive) ? controller.next_k(static_cast<std::uint32_t>(limit))
-                                             : static_cast<std::uint32_t>(limit);
+    if (spec_mode_ == speculative_mode::lookup) {
+        controller.expect_shadow();
+    }
+    const auto k = req_.speculative.adaptive.value_or(owner().options().draft_adaptive)
+                       ? controller.next_k(static_cast<std::uint32_t>(limit))
+                       : static_cast<std::uint32_t>(limit);
     if (k == 0) {
+        if (spec_mode_ == speculative_mode::lookup) {
+            // A lookup draft costs nothing to make: the plain step checks it against the token it produces, so the
+            // acceptance estimate follows the text while drafting is off (speculation::draft_controller).
+            auto context = seq_->history_;
+            context.push_back(generated_.back());
+            speculation::lookup_draft(context, 1, drafts_);
+            shadow_draft_ = drafts_.empty() ? -1 : drafts_.front();
+        }
         co_return false;
     }
     const auto t0 = clock_type::now();
@@ -487,14 +507,20 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
                                                      hp.n_expert_used, owner().plan().cache_slots / 4);
     }
     const auto reads0 = expert_reads();
+    const double wait0 = seq_->engine_->counters().expert_wait_s;
     const auto t1 = clock_type::now();
-    speculation::verify_target target{seq_->runner_, cache, seq_->history_, sampler_, owner().vocab(),
+    speculation::verify_target target{seq_->runner_,     cache,          seq_->history_, sampler_, owner().vocab(),
                                       req_.top_logprobs, req_.ignore_eos};
     auto accepted = co_await speculation::verify(target, generated_.back(), drafts_, logits_, verified_);
     if (!accepted) {
         co_return accepted.error();
     }
     const double verify_ms = ms_since(t1);
+    summary_.verify_ms += verify_ms;
+    const double verify_wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
+    summary_.verify_wait_ms += verify_wait_ms;
+    summary_.steps.push_back({static_cast<std::uint32_t>(drafts_.size() + 1), *accepted, verify_ms, verify_wait_ms,
+                              expert_reads() - reads0});
     const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
                           verified_.back().chosen.token != drafts_[*accepted];
     // The draft's catch-up on a new prompt (or a stretch without drafting) is paid once, whatever the length: the
@@ -506,7 +532,7 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         catch_up_ms = seq_->mtp_->catch_up_ms();
     }
     controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
-                             std::max(0.0, draft_ms - catch_up_ms));
+                             std::max(0.0, draft_ms - catch_up_ms), verify_wait_ms);
     auto& counters = owner().speculation();
     counters.verify_steps.fetch_add(1, std::memory_order_relaxed);
     counters.drafted.fetch_add(drafts_.size(), std::memory_order_relaxed);
@@ -709,6 +735,7 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
         }
         const std::int32_t last = generated_.back();
         const auto reads0 = expert_reads();
+        const double wait0 = seq_->engine_->counters().expert_wait_s;
         const auto t1 = clock_type::now();
         auto r = co_await seq_->runner_.forward(cache, std::span(&last, 1), models::logits_mode::last, logits_);
         if (!r) {
@@ -716,8 +743,16 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
             const bool was_cancelled = co_await cancelled();
             co_return fail(r.error(), was_cancelled);
         }
+        const double plain_ms = ms_since(t1);
+        const double wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
         if (spec_mode_ != speculative_mode::off) {
-            seq_->controller(spec_mode_).record_plain(ms_since(t1));
+            seq_->controller(spec_mode_).record_plain(plain_ms, wait_ms);
+        }
+        if (summary_.completion_tokens > 0) { // the prompt's pass is not a decode step
+            ++summary_.plain_steps;
+            summary_.plain_ms += plain_ms;
+            summary_.plain_wait_ms += wait_ms;
+            summary_.steps.push_back({1, 0, plain_ms, wait_ms, expert_reads() - reads0});
         }
         auto& counters = owner().speculation();
         counters.plain_tokens.fetch_add(1, std::memory_order_relaxed);
@@ -734,6 +769,10 @@ boost::asio::awaitable<result<std::optional<token_event>>> token_stream::state::
     std::vector<token_logprob> top;
     const auto chosen = sample(top);
     pending_ = false;
+    if (shadow_draft_ >= 0 && chosen) {
+        seq_->controller(spec_mode_).record_shadow(chosen->token == shadow_draft_);
+    }
+    shadow_draft_ = -1;
     const double ms = ms_since(t0);
     if (summary_.completion_tokens > 0 || !started_) {
         summary_.decode_ms += ms;

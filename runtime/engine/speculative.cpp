@@ -22,8 +22,11 @@ void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::v
             if (!std::equal(tail.begin(), tail.end(), history.begin() + static_cast<std::ptrdiff_t>(start))) {
                 continue;
             }
-            for (std::size_t i = start + n; i < len && out.size() < k; ++i) {
-                out.push_back(history[i]);
+            // The copy goes on past the history's end into the drafts themselves (start + n < len, so each one
+            // is written before it is read): a match just behind the tail, as in a repeating phrase, then drafts
+            // the whole period again instead of stopping at the tail.
+            for (std::size_t i = start + n; out.size() < k; ++i) {
+                out.push_back(i < len ? history[i] : out[i - len]);
             }
             return;
         }
@@ -136,6 +139,13 @@ constexpr double decay = 0.95;             ///< acceptance counts fade, so the r
 constexpr std::uint32_t refresh = 16;      ///< a plain step at least this often while drafting (fresh plain costs)
 constexpr std::uint32_t first_probe = 32;  ///< while off, a drafting step after this many plain ones, doubling
 constexpr std::uint32_t last_probe = 1024; ///< each time the probe finds drafting still does not pay, up to this
+constexpr std::uint32_t explore = 1;       ///< the draft length of measuring steps and probes
+/// Below this acceptance of free drafts checked on plain steps, no drafting step is tried: one drafted token then
+/// gives 1.5 tokens or fewer, which pays only if a verified position costs under half a plain step, and on this
+/// project's machines it costs 0.4 (resident) to 1.5 (streamed, its experts read) plain steps.
+constexpr double min_shadow_acceptance = 0.5;
+/// From this acceptance of free drafts checked on plain steps, measuring steps and probes draft 3 tokens, not 1.
+constexpr double trusted_shadow_acceptance = 0.75;
 
 /// The lower median (of an even count, the smaller middle value): slow outliers are the common kind.
 double median_of(double* values, std::size_t n) noexcept {
@@ -176,9 +186,15 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
     if (plain_.count() == 0 || since_plain_ >= refresh) {
         return 0; // measure what one token costs first (and now and then again)
     }
+    if ((shadowed_ || free_drafts_) && (!shadowed_ || acceptance() < min_shadow_acceptance) &&
+        (verify_count_ < 3 || off_)) {
+        return 0; // free drafts checked on plain steps say drafting would not pay: no measurement, no probe
+    }
     if (verify_count_ < 3) {
-        // A first measurement of drafting and verifying, three steps long so that one slow step cannot decide it.
-        return std::min<std::uint32_t>(limit, 3);
+        // A first measurement of drafting and verifying, three steps long so that one slow step cannot decide it,
+        // each drafting one token: with streamed experts a drafted position can cost as much as a plain step (its
+        // own experts read from disk), so a draft that does not pay must be found out cheaply.
+        return explore_length(limit);
     }
     if (off_) {
         if (++since_probe_ < probe_every_) {
@@ -187,13 +203,14 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         since_probe_ = 0;
         off_ = false;
         probing_ = true;
-        return std::min<std::uint32_t>(limit, 2);
+        return explore_length(limit);
     }
-    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step plus
-    // k positions verified and drafted.
-    const double plain = plain_.median();
+    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step's compute
+    // plus k positions' extra compute and drafting, and k + 1 positions' expert waits.
+    const double wait = wait_.median();
+    const double plain = plain_.median() + wait;
     const double a = std::clamp(acceptance(), 0.0, 0.999);
-    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median());
+    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median()) + wait;
     std::uint32_t best = 0;
     double best_rate = 1.0 / plain;
     double expected = 1.0;
@@ -217,24 +234,36 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
     return best;
 }
 
-void draft_controller::record_plain(double ms) {
+std::uint32_t draft_controller::explore_length(std::uint32_t limit) const noexcept {
+    // Free drafts that plain steps found right most of the time are measured at a useful length at once.
+    return shadowed_ && acceptance() >= trusted_shadow_acceptance ? std::min(limit, 3u) : std::min(limit, explore);
+}
+
+void draft_controller::record_shadow(bool accepted) {
+    shadowed_ = true;
+    accepted_ = accepted_ * decay + (accepted ? 1.0 : 0.0);
+    tried_ = tried_ * decay + 1.0;
+}
+
+void draft_controller::record_plain(double ms, double wait_ms) {
     since_plain_ = 0;
     if (!warm_) {
         warm_ = true; // a session's first step runs cold (first touch of buffers): an outlier that makes drafting
         return;       // look free
     }
-    plain_.add(ms);
+    plain_.add(std::max(0.0, ms - wait_ms));
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
-                                     double draft_ms) {
+                                     double draft_ms, double wait_ms) {
     ++since_plain_;
     if (drafted == 0) {
         return;
     }
     accepted_ = accepted_ * decay + accepted;
     tried_ = tried_ * decay + accepted + (rejected ? 1.0 : 0.0);
-    verify_ms_[verify_next_] = verify_ms;
+    verify_ms_[verify_next_] = std::max(0.0, verify_ms - wait_ms);
+    wait_.add(std::max(0.0, wait_ms) / (drafted + 1));
     verify_len_[verify_next_] = drafted;
     verify_next_ = (verify_next_ + 1) % recent_median::size;
     verify_count_ = std::min(verify_count_ + 1, recent_median::size);

@@ -30,7 +30,9 @@ struct counters {
 };
 
 /// Prompt lookup: finds the latest earlier occurrence of the last n tokens of `history` (n from `max_ngram` down
-/// to `min_ngram`) and writes up to `k` tokens that followed it to `out` (cleared; empty when nothing matches).
+/// to `min_ngram`) and writes the `k` tokens that followed it to `out` (cleared; empty when nothing matches). The
+/// copy runs on through the tail and the drafts already written, as if the history repeated from the match: a
+/// loop of period p behind the tail drafts k tokens of that loop, not only the p before the tail.
 void lookup_draft(std::span<const std::int32_t> history, std::uint32_t k, std::vector<std::int32_t>& out,
                   std::uint32_t min_ngram = 2, std::uint32_t max_ngram = 4);
 
@@ -93,30 +95,53 @@ private:
 /// steps); misses of streamed experts make the verification's share large, cached experts small. The length
 /// maximises expected tokens per millisecond; 0 (plain decode) when no length beats one token per step. While off
 /// it probes now and then (after 32 plain steps, twice as long after each probe that finds drafting still not
-/// paying, up to 1024), as acceptance and costs change with the text. Not thread-safe: one per session.
+/// paying, up to 1024), as acceptance and costs change with the text. The first three drafting steps (the first
+/// measurement) and every probe draft one token: streamed, a drafted position may read as many experts as a plain
+/// step, so finding out that drafting does not pay must cost little. Not thread-safe: one per session.
 class draft_controller {
 public:
     /// The draft length of the next step, at most `limit` (0: a plain step).
     std::uint32_t next_k(std::uint32_t limit);
-    /// A plain one-token step took `ms`.
-    void record_plain(double ms);
+    /// A plain one-token step took `ms`, of which `wait_ms` stalled on expert reads (streamed experts; 0 resident).
+    void record_plain(double ms, double wait_ms = 0.0);
     /// A verification step: `drafted` tokens, `accepted` of them before the first rejection (`rejected`: one
-    /// was), the target's pass took `verify_ms` and drafting `draft_ms` (the draft's steady cost per step, its
-    /// catch-up on the tokens of the last step included; a catch-up on a new prompt left out).
-    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms);
+    /// was), the target's pass took `verify_ms` (of which `wait_ms` stalled on expert reads) and drafting
+    /// `draft_ms` (the draft's steady cost per step, its catch-up on the tokens of the last step included; a
+    /// catch-up on a new prompt left out).
+    void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms,
+                       double wait_ms = 0.0);
+    /// A plain step checked a draft of one token that cost nothing to make (prompt lookup) against the token it
+    /// produced: `accepted` when they agreed. Counts in acceptance() like a verified draft. From the first such
+    /// check on, drafting starts (the first measurement, a probe) only while acceptance() is at least one half, so
+    /// a free draft that would be rejected never pays a verification to find that out.
+    void record_shadow(bool accepted);
+    /// The drafts cost nothing to make and plain steps check them (record_shadow): no drafting step is tried before
+    /// the first such check.
+    void expect_shadow() noexcept { free_drafts_ = true; }
     /// Estimated acceptance rate of one drafted token.
     [[nodiscard]] double acceptance() const noexcept { return accepted_ / tried_; }
-    /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step, and per drafted token the
-    /// verification's extra time and the drafting time.
+    /// The costs the next choice uses (milliseconds; 0 until measured): a one-token step's compute (its time less
+    /// its expert waits), per drafted token the verification's extra compute and the drafting time, and the expert
+    /// wait per position of recent verifications (counted for every position of a step, plain or drafting). Compute and
+    /// waits are kept apart because the waits change with the cache's state while compute does not: the first steps
+    /// after a prompt wait for most of their experts (3 to 4 times a warm step's time, streamed), and a plain step's
+    /// time taken then, set against verifications that run later on a warm cache, would make every drafted position
+    /// look free.
     [[nodiscard]] double plain_ms() const noexcept { return plain_.median(); }
     [[nodiscard]] double extra_ms() const noexcept;
     [[nodiscard]] double draft_ms() const noexcept { return draft_.median(); }
+    [[nodiscard]] double wait_ms() const noexcept { return wait_.median(); }
 
 private:
-    recent_median plain_; ///< one-token steps (the first, cold, left out)
+    /// The length of a measuring step or probe: 1, or 3 when free drafts checked on plain steps were mostly right.
+    [[nodiscard]] std::uint32_t explore_length(std::uint32_t limit) const noexcept;
+
+    recent_median plain_; ///< one-token steps' compute (the first, cold, left out)
     recent_median draft_; ///< drafting time per drafted token
-    /// The last verification passes: time and draft length (extra_ms() sets them against the plain steps' median
-    /// when it is asked, so that a fresh plain sample applies to every one of them).
+    recent_median wait_;  ///< expert waits per position of recent verifications (plain steps are rare while
+                          ///< drafting, and the cold ones after a prompt would make every position look costly)
+    /// The last verification passes: compute time and draft length (extra_ms() sets them against the plain steps'
+    /// median when it is asked, so that a fresh plain sample applies to every one of them).
     double verify_ms_[recent_median::size] = {};
     std::uint32_t verify_len_[recent_median::size] = {};
     std::size_t verify_count_ = 0;
@@ -129,6 +154,8 @@ private:
     std::uint32_t since_probe_ = 0;  ///< plain steps while off
     std::uint32_t probe_every_ = 32; ///< plain steps between probes while off (doubles while probes fail)
     bool probing_ = false;           ///< the last drafting step was a probe
+    bool shadowed_ = false;          ///< record_shadow() was called: acceptance is known without drafting
+    bool free_drafts_ = false;       ///< expect_shadow(): wait for the first check before drafting
 };
 
 /// Draft-guided expert prefetch (streamed experts): before a verification, asks `source` to read the experts each

@@ -23,6 +23,7 @@ struct session_sim {
     bool accept_all = true;
     std::uint32_t slow_every = 0;
     double slow = 5.0;
+    bool shadow = false; ///< free drafts (prompt lookup): each plain step checks one (accepted as accept_all says)
 
     std::vector<std::uint32_t> run(speculation::draft_controller& c, std::size_t steps, std::uint32_t limit = 8) const {
         std::vector<std::uint32_t> chosen;
@@ -32,6 +33,9 @@ struct session_sim {
             chosen.push_back(k);
             if (k == 0) {
                 c.record_plain(plain * factor);
+                if (shadow) {
+                    c.record_shadow(accept_all);
+                }
                 continue;
             }
             const double verify = plain * (1.0 + verify_share * k) * factor;
@@ -103,6 +107,88 @@ TEST(draft_controller, a_draft_whose_tokens_are_rejected_stops_drafting_and_prob
     ASSERT_GE(probes.size(), 3u);
     EXPECT_LE(probes.size(), 8u);
     EXPECT_GT(probes[2] - probes[1], probes[1] - probes[0]); // each failed probe doubles the wait
+}
+
+TEST(draft_controller, finding_out_that_a_read_bound_draft_does_not_pay_drafts_one_token_at_a_time) {
+    // Streamed experts on a workload where each verified position reads its own experts: a verification of k drafts
+    // costs k + 1 plain steps, and every draft is rejected. The first measurement (3 steps) and each probe draft one
+    // token, so 300 steps spend at most 3 + 4 drafted positions (probes after 32, 64 and 128 plain steps).
+    speculation::draft_controller c;
+    session_sim sim;
+    sim.verify_share = 1.0;
+    sim.draft_share = 0.0;
+    sim.accept_all = false;
+    const auto chosen = sim.run(c, 300);
+    std::uint32_t positions = 0;
+    for (const auto k : chosen) {
+        EXPECT_LE(k, 1u);
+        positions += k;
+    }
+    EXPECT_GE(positions, 3u);
+    EXPECT_LE(positions, 7u);
+}
+
+TEST(draft_controller, free_drafts_that_plain_steps_find_rejected_never_cost_a_verification) {
+    // Prompt lookup's drafts checked on plain steps: every one would be rejected, so no drafting step is tried at
+    // all (no first measurement, no probe) where without the checks the controller pays 3 + probes.
+    speculation::draft_controller c;
+    c.expect_shadow();
+    session_sim sim;
+    sim.accept_all = false;
+    sim.draft_share = 0.0;
+    sim.shadow = true;
+    const auto chosen = sim.run(c, 2000);
+    EXPECT_EQ(std::count(chosen.begin(), chosen.end(), 0u), static_cast<std::ptrdiff_t>(chosen.size()));
+    EXPECT_LT(c.acceptance(), 0.01);
+}
+
+TEST(draft_controller, free_drafts_never_checked_on_a_plain_step_start_no_drafting) {
+    speculation::draft_controller c;
+    c.expect_shadow(); // but no plain step ever had a draft to check
+    const auto chosen = session_sim{}.run(c, 100);
+    EXPECT_EQ(std::count(chosen.begin(), chosen.end(), 0u), static_cast<std::ptrdiff_t>(chosen.size()));
+}
+
+TEST(draft_controller, free_drafts_that_plain_steps_find_accepted_start_drafting_at_once) {
+    speculation::draft_controller c;
+    c.expect_shadow();
+    session_sim sim;
+    sim.draft_share = 0.0;
+    sim.shadow = true;
+    const auto chosen = sim.run(c, 200);
+    ASSERT_GE(chosen.size(), 3u);
+    EXPECT_EQ(chosen[0], 0u); // the first plain step measures a plain step's cost (and checks one free draft)
+    EXPECT_EQ(chosen[1], 0u); // the first measured one (the first is left out as cold)
+    EXPECT_EQ(chosen[2], 3u); // then the first measurement drafts, 3 tokens after two free drafts found right
+    EXPECT_GE(settled_length(chosen, 100), 6u);
+}
+
+TEST(draft_controller, slow_cold_plain_steps_do_not_make_verifications_of_a_warm_cache_look_free) {
+    // Streamed: the first plain steps after a prompt wait for their experts (300 ms, 220 of them waiting), later
+    // passes find them cached (a plain step would take 80 ms, 8 waiting). A verified position costs 40 ms of
+    // compute and 4 ms of waits, and at most 45% of drafts are accepted: one drafted token gives 1.45 tokens for
+    // 80 + 40 + 4 = 124 ms against 1.45 plain steps' 116 ms, so drafting does not pay. Set against the cold plain
+    // steps' 300 ms the verifications would look free; with compute and waits apart the controller stops.
+    speculation::draft_controller c;
+    for (int i = 0; i < 8; ++i) {
+        c.record_plain(300.0, 220.0);
+    }
+    std::uint32_t drafting = 0;
+    for (int step = 0; step < 60; ++step) {
+        const auto k = c.next_k(4);
+        if (k == 0) {
+            c.record_plain(80.0, 8.0);
+            continue;
+        }
+        drafting += step >= 20 ? 1 : 0;
+        // 9 steps in 20 accept the first draft and reject the second (when there is one), the others reject the
+        // first: at most 45% of drafts accepted.
+        const bool first = step % 20 < 9;
+        c.record_verify(k, first ? 1 : 0, !first || k > 1, 72.0 + 40.0 * k + 4.0 * (k + 1), 0.0, 4.0 * (k + 1));
+    }
+    EXPECT_NEAR(c.plain_ms(), 72.0, 1e-9);
+    EXPECT_NEAR(c.extra_ms(), 40.0, 1e-9);
+    EXPECT_LE(drafting, 2u) << "probes only, once the costs are measured";
 }
 
 TEST(draft_controller, recent_median_ignores_a_minority_of_outliers_and_follows_a_lasting_change) {

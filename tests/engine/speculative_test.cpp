@@ -77,7 +77,9 @@ std::shared_ptr<model> plain_model() {
 
 using outcome = test::generation_outcome;
 
-outcome generate(session& s, generate_request req) { return test::run_generation(s, std::move(req)); }
+outcome generate(session& s, generate_request req) {
+    return test::run_generation(s, std::move(req));
+}
 
 generate_request chat(const std::string& question) {
     generate_request req;
@@ -418,11 +420,24 @@ TEST(speculative, prompt_lookup_drafts_what_followed_the_latest_match) {
     speculation::lookup_draft(h, 3, out);
     EXPECT_EQ(out, (std::vector<std::int32_t>{5, 6, 7})); // the latest "2 3" is followed by 5 6 7
     speculation::lookup_draft(h, 10, out);
-    EXPECT_EQ(out, (std::vector<std::int32_t>{5, 6, 7, 2, 3}));
+    EXPECT_EQ(out, (std::vector<std::int32_t>{5, 6, 7, 2, 3, 5, 6, 7, 2, 3})); // and on, as if it repeated
     speculation::lookup_draft(std::vector<std::int32_t>{1, 2, 3, 4}, 3, out);
     EXPECT_TRUE(out.empty());
     speculation::lookup_draft(std::vector<std::int32_t>{}, 3, out);
     EXPECT_TRUE(out.empty());
+}
+
+TEST(speculative, prompt_lookup_drafts_a_loop_behind_the_tail_past_the_history_s_end) {
+    std::vector<std::int32_t> out;
+    // The latest "1 2" ends just before the tail: its copy runs into the tail, then into the drafts.
+    speculation::lookup_draft(std::vector<std::int32_t>{8, 1, 2, 1, 2}, 5, out);
+    EXPECT_EQ(out, (std::vector<std::int32_t>{1, 2, 1, 2, 1}));
+    // A loop of one token.
+    speculation::lookup_draft(std::vector<std::int32_t>{4, 7, 7, 7}, 4, out);
+    EXPECT_EQ(out, (std::vector<std::int32_t>{7, 7, 7, 7}));
+    // Exactly k, never more.
+    speculation::lookup_draft(std::vector<std::int32_t>{4, 7, 7, 7}, 1, out);
+    EXPECT_EQ(out, (std::vector<std::int32_t>{7}));
 }
 
 TEST(speculative, sample_against_draws_the_sampler_s_distribution_for_any_draft) {
