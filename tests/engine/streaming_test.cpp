@@ -146,6 +146,33 @@ generated generate(const std::shared_ptr<model>& m, std::uint64_t seed, float te
     return drain(s, std::move(req));
 }
 
+/// What the resident model computes, for streamed loads of the same file to match: the batched and the
+/// token-by-token logits of `tokens`, a greedy and a sampled generation.
+struct resident_reference {
+    std::shared_ptr<model> resident;
+    std::vector<float> batched, single; // empty when the resident evaluation failed (the test then stops)
+    generated greedy, sampled;
+
+    resident_reference(const std::filesystem::path& path, std::span<const std::int32_t> tokens)
+        : resident(load(path, base_options(16))), greedy(generate(resident, 1, 0.0f)),
+          sampled(generate(resident, 7, 1.0f)) {
+        if (auto b = evaluate(resident, tokens, false)) {
+            batched = std::move(*b);
+        }
+        if (auto s = evaluate(resident, tokens, true)) {
+            single = std::move(*s);
+        }
+    }
+
+    /// `m` computes the same logits and generations.
+    void expect_same(const std::shared_ptr<model>& m, std::span<const std::int32_t> tokens) const {
+        EXPECT_EQ(*evaluate(m, tokens, false), batched);
+        EXPECT_EQ(*evaluate(m, tokens, true), single);
+        EXPECT_EQ(generate(m, 1, 0.0f).tokens, greedy.tokens);
+        EXPECT_EQ(generate(m, 7, 1.0f).tokens, sampled.tokens);
+    }
+};
+
 struct stream_case {
     std::string arch;
     quant_type type;
@@ -204,23 +231,16 @@ TEST_P(every_moe_arch, streaming_output_is_identical_to_resident_at_every_budget
 TEST_P(every_moe_arch, prefetch_two_layers_ahead_keeps_the_output_and_counts_its_reads_apart) {
     const auto path = tiny_model(GetParam().arch, GetParam().type);
     const auto tokens = random_tokens(40, 3);
-    const auto resident = load(path, base_options(16));
-    const auto expected_batched = evaluate(resident, tokens, false);
-    const auto expected_single = evaluate(resident, tokens, true);
-    ASSERT_TRUE(expected_batched && expected_single);
-    const auto greedy = generate(resident, 1, 0.0f);
-    const auto sampled = generate(resident, 7, 1.0f);
-    const auto& hp = resident->hparams();
+    const resident_reference ref(path, tokens);
+    ASSERT_FALSE(ref.batched.empty() || ref.single.empty());
+    const auto& hp = ref.resident->hparams();
     const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
     for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2}) {
         SCOPED_TRACE("slots " + std::to_string(slots));
         for (const std::uint32_t depth : {1u, 2u}) {
             SCOPED_TRACE("depth " + std::to_string(depth));
             const auto m = load_streaming(path, slots, 16, true, experts::cache_policy::lru2, depth);
-            EXPECT_EQ(*evaluate(m, tokens, false), *expected_batched);
-            EXPECT_EQ(*evaluate(m, tokens, true), *expected_single);
-            EXPECT_EQ(generate(m, 1, 0.0f).tokens, greedy.tokens);
-            EXPECT_EQ(generate(m, 7, 1.0f).tokens, sampled.tokens);
+            ref.expect_same(m, tokens);
             const auto c = m->expert_counters();
             EXPECT_EQ(c.read_failures, 0u);
             EXPECT_GT(c.prefetch_issued, 0u);
@@ -250,13 +270,9 @@ TEST_P(every_moe_arch, prefetch_two_layers_ahead_keeps_the_output_and_counts_its
 TEST_P(every_moe_arch, priority_read_order_keeps_the_output_and_counts_what_it_held_and_dropped) {
     const auto path = tiny_model(GetParam().arch, GetParam().type);
     const auto tokens = random_tokens(40, 3);
-    const auto resident = load(path, base_options(16));
-    const auto expected_batched = evaluate(resident, tokens, false);
-    const auto expected_single = evaluate(resident, tokens, true);
-    ASSERT_TRUE(expected_batched && expected_single);
-    const auto greedy = generate(resident, 1, 0.0f);
-    const auto sampled = generate(resident, 7, 1.0f);
-    const auto& hp = resident->hparams();
+    const resident_reference ref(path, tokens);
+    ASSERT_FALSE(ref.batched.empty() || ref.single.empty());
+    const auto& hp = ref.resident->hparams();
     const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
     std::uint64_t deferred = 0;
     for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2}) {
@@ -266,10 +282,7 @@ TEST_P(every_moe_arch, priority_read_order_keeps_the_output_and_counts_what_it_h
                              std::to_string(window));
                 const auto m = load_streaming(path, slots, 16, true, experts::cache_policy::lru2, depth,
                                               {experts::read_order::priority, window});
-                EXPECT_EQ(*evaluate(m, tokens, false), *expected_batched);
-                EXPECT_EQ(*evaluate(m, tokens, true), *expected_single);
-                EXPECT_EQ(generate(m, 1, 0.0f).tokens, greedy.tokens);
-                EXPECT_EQ(generate(m, 7, 1.0f).tokens, sampled.tokens);
+                ref.expect_same(m, tokens);
                 const auto c = m->expert_counters();
                 EXPECT_EQ(c.read_failures, 0u);
                 EXPECT_GT(c.demand_reads, 0u);
