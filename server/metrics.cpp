@@ -37,6 +37,15 @@ void single(std::string& out, std::string_view name, std::string_view type, std:
     out += '\n';
 }
 
+/// The same for a value in seconds or a ratio.
+void single(std::string& out, std::string_view name, std::string_view type, std::string_view help, double value) {
+    header(out, name, type, help);
+    out += name;
+    out += ' ';
+    out += number(value);
+    out += '\n';
+}
+
 /// Latency buckets (seconds) from 1 ms to 60 s.
 std::vector<double> latency_buckets() {
     return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -89,7 +98,7 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
            now.memory_budget_bytes);
     single(out, "sluice_expert_streaming", "gauge",
            "1 when routed experts stream from disk through the expert cache, 0 when the model is resident.",
-           now.streams_experts ? 1 : 0);
+           std::uint64_t{now.streams_experts ? 1u : 0u});
     single(out, "sluice_expert_cache_slots", "gauge", "Experts the expert cache holds at most (0: resident model).",
            c.slots);
     single(out, "sluice_expert_cache_slots_filled", "gauge", "Expert cache slots holding an expert now.",
@@ -133,16 +142,14 @@ void render_streaming(std::string& out, const server_metrics::sampled& now) {
     single(out, "sluice_disk_demand_reads_queued_behind_total", "counter",
            "Summed over demand reads: the expert reads already in flight when each was submitted.",
            c.demand_queued_behind);
-    header(out, "sluice_disk_demand_read_seconds_total", "counter",
-           "Summed over demand reads: seconds from being asked for to completion.");
-    out += "sluice_disk_demand_read_seconds_total " + number(c.demand_latency_s) + "\n";
+    single(out, "sluice_disk_demand_read_seconds_total", "counter",
+           "Summed over demand reads: seconds from being asked for to completion.", c.demand_latency_s);
     single(out, "sluice_disk_reads_total", "counter", "Expert slab reads from the model file completed.", c.reads);
     single(out, "sluice_disk_read_failures_total", "counter", "Expert slab reads from the model file that failed.",
            c.read_failures);
     single(out, "sluice_disk_read_bytes_total", "counter", "Bytes read from the model file for experts.", c.bytes_read);
-    header(out, "sluice_disk_busy_seconds_total", "counter",
-           "Seconds with at least one expert read in flight (bytes / busy seconds = read throughput).");
-    out += "sluice_disk_busy_seconds_total " + number(c.busy_s) + "\n";
+    single(out, "sluice_disk_busy_seconds_total", "counter",
+           "Seconds with at least one expert read in flight (bytes / busy seconds = read throughput).", c.busy_s);
     header(out, "sluice_disk_read_seconds", "histogram", "Latency of expert slab reads from the model file.");
     std::array<double, experts::expert_cache_counters::latency_bounds_us.size()> bounds{};
     for (std::size_t i = 0; i < bounds.size(); ++i) {
@@ -164,13 +171,13 @@ void render_speculation(std::string& out, const server_metrics::sampled& now) {
     single(out, "sluice_speculative_expert_reads_total", "counter",
            "Experts read from disk during verification passes (streamed experts).", c.verify_expert_reads);
     const auto ratio = [](std::uint64_t a, std::uint64_t b) { return b ? static_cast<double>(a) / b : 0.0; };
-    header(out, "sluice_speculative_expert_reads_per_token", "gauge",
-           "Experts read from disk per token produced by verification passes (streamed experts).");
-    out += "sluice_speculative_expert_reads_per_token " + number(ratio(c.verify_expert_reads, c.verify_tokens)) + "\n";
+    single(out, "sluice_speculative_expert_reads_per_token", "gauge",
+           "Experts read from disk per token produced by verification passes (streamed experts).",
+           ratio(c.verify_expert_reads, c.verify_tokens));
     single(out, "sluice_decode_plain_tokens_total", "counter", "Tokens of one-token decode steps.", c.plain_tokens);
-    header(out, "sluice_decode_plain_expert_reads_per_token", "gauge",
-           "Experts read from disk per token of one-token decode steps (streamed experts).");
-    out += "sluice_decode_plain_expert_reads_per_token " + number(ratio(c.plain_expert_reads, c.plain_tokens)) + "\n";
+    single(out, "sluice_decode_plain_expert_reads_per_token", "gauge",
+           "Experts read from disk per token of one-token decode steps (streamed experts).",
+           ratio(c.plain_expert_reads, c.plain_tokens));
 }
 
 /// Continuous batching: steps, their width, and where their time went.
@@ -187,23 +194,20 @@ void render_batch(std::string& out, const server_metrics::sampled& now) {
            c.prefill_steps);
     single(out, "sluice_batch_prefill_tokens_total", "counter", "Prompt tokens that prefill steps ran.",
            c.prefill_tokens);
-    header(out, "sluice_batch_step_seconds_total", "counter", "Seconds the batch engine spent in forward passes.");
-    out += "sluice_batch_step_seconds_total " + number(c.step_s) + "\n";
-    header(out, "sluice_batch_expert_wait_seconds_total", "counter",
-           "Of the forward passes' seconds, those stalled waiting for expert reads.");
-    out += "sluice_batch_expert_wait_seconds_total " + number(c.expert_wait_s) + "\n";
-    header(out, "sluice_batch_gather_seconds_total", "counter",
-           "Seconds the batch engine waited before a step for the sequences of the last step to queue again.");
-    out += "sluice_batch_gather_seconds_total " + number(c.gather_s) + "\n";
-    header(out, "sluice_batch_prefill_queue_seconds_total", "counter",
-           "Summed over the prompts of prefill steps: seconds from queueing to the start of their step.");
-    out += "sluice_batch_prefill_queue_seconds_total " + number(c.prefill_queue_s) + "\n";
-    header(out, "sluice_batch_prefill_step_seconds_total", "counter",
-           "Seconds the batch engine spent in prefill steps.");
-    out += "sluice_batch_prefill_step_seconds_total " + number(c.prefill_step_s) + "\n";
-    header(out, "sluice_batch_prefill_expert_wait_seconds_total", "counter",
-           "Of the prefill steps' seconds, those stalled waiting for expert reads.");
-    out += "sluice_batch_prefill_expert_wait_seconds_total " + number(c.prefill_expert_wait_s) + "\n";
+    single(out, "sluice_batch_step_seconds_total", "counter", "Seconds the batch engine spent in forward passes.",
+           c.step_s);
+    single(out, "sluice_batch_expert_wait_seconds_total", "counter",
+           "Of the forward passes' seconds, those stalled waiting for expert reads.", c.expert_wait_s);
+    single(out, "sluice_batch_gather_seconds_total", "counter",
+           "Seconds the batch engine waited before a step for the sequences of the last step to queue again.",
+           c.gather_s);
+    single(out, "sluice_batch_prefill_queue_seconds_total", "counter",
+           "Summed over the prompts of prefill steps: seconds from queueing to the start of their step.",
+           c.prefill_queue_s);
+    single(out, "sluice_batch_prefill_step_seconds_total", "counter",
+           "Seconds the batch engine spent in prefill steps.", c.prefill_step_s);
+    single(out, "sluice_batch_prefill_expert_wait_seconds_total", "counter",
+           "Of the prefill steps' seconds, those stalled waiting for expert reads.", c.prefill_expert_wait_s);
 }
 
 std::mutex statuses_mutex;

@@ -32,12 +32,7 @@ done
 routing=()
 [[ -n ${ROUTING:-} ]] && routing=(--routing "$ROUTING")
 
-fio_gbps() { # request bytes
-    ((fio_seconds > 0)) || { echo 0; return; }
-    fio --name=randread --filename="$model" --readonly --ioengine=io_uring --direct=1 --rw=randread --bs="$1" \
-        --iodepth=32 --runtime="$fio_seconds" --time_based --norandommap --randrepeat=0 --numjobs=1 \
-        --output-format=json 2>/dev/null | jq '.jobs[0].read.bw_bytes / 1e9'
-}
+. "$root/bench/streaming/fio_rate.sh"
 
 echo "model $model; $(lscpu | sed -n 's/^Model name: *//p'); $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "stream_bench TOKENS=$tokens WARMUP=$warmup THREADS=$threads POLICY=$policy ${ROUTING:+ROUTING=$ROUTING}"
@@ -53,7 +48,8 @@ for budget in "$@"; do
     done
     # fio at the mean request size of this budget's last run (page-aligned), for the bound.
     bs=$(jq '.cache.mean_read_bytes / 4096 | round * 4096' "$out_dir/$budget-depth2-round$rounds.json")
-    fio=$(fio_gbps "$bs")
+    fio=0
+    ((fio_seconds > 0)) && fio=$(fio_gbps "$model" "$bs" 32 "$fio_seconds")
     echo "fio $budget: $fio GB/s at $bs bytes, depth 32"
     rows+=("$budget|fio|$fio|$bs")
 done

@@ -38,11 +38,7 @@ extra=()
 window=()
 [[ -n ${WINDOW:-} ]] && window=(--read-window "$WINDOW")
 
-fio_gbps() { # request bytes, depth
-    fio --name=randread --filename="$model" --readonly --ioengine=io_uring --direct=1 --rw=randread --bs="$1" \
-        --iodepth="$2" --runtime="$fio_seconds" --time_based --norandommap --randrepeat=0 --numjobs=1 ${FIO_OPTS:-} \
-        --output-format=json 2>/dev/null | jq '.jobs[0].read.bw_bytes / 1e9'
-}
+. "$root/bench/streaming/fio_rate.sh"
 
 echo "model $model; $(lscpu | sed -n 's/^Model name: *//p'); $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "stream_bench TOKENS=$tokens WARMUP=$warmup THREADS=$threads POLICY=$policy DEPTHS=\"$depths\" WINDOW=${WINDOW:-default}" \
@@ -68,7 +64,7 @@ for budget in "$@"; do
         bs=$(jq '.cache.mean_read_bytes / 4096 | round * 4096' "$out")
         list=""
         for d in $fio_depths; do
-            g=$(fio_gbps "$bs" "$d")
+            g=$(fio_gbps "$model" "$bs" "$d" "$fio_seconds")
             echo "fio $budget: $g GB/s at $bs bytes, depth $d ${FIO_OPTS:-}"
             list+="${list:+ }$g"
         done

@@ -36,16 +36,12 @@ for tool in fio jq "$bin"; do
     command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 1; }
 done
 
-fio_gbps() { # bs depth
-    fio --name=randread --filename="$model" --readonly --ioengine=io_uring --direct=1 --rw=randread --bs="$1" \
-        --iodepth="$2" --runtime="$fio_seconds" --time_based --norandommap --randrepeat=0 --numjobs=1 ${FIO_OPTS:-} \
-        --output-format=json | jq '.jobs[0].read.bw_bytes / 1e9'
-}
+. "$root/bench/streaming/fio_rate.sh"
 
 best_fio() { # bs
     local best=0 v
     for depth in 32 64; do
-        v=$(fio_gbps "$1" "$depth")
+        v=$(fio_gbps "$model" "$1" "$depth" "$fio_seconds")
         best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
     done
     echo "$best"
