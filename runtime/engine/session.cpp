@@ -232,6 +232,13 @@ struct token_stream::state {
     std::vector<std::int32_t> drafts_;
     std::vector<std::int32_t> prefetch_tokens_; ///< a step's tokens whose experts draft-guided prefetch reads
     std::int32_t shadow_draft_ = -1; ///< a plain step's unverified lookup draft, checked against its token (or -1)
+    std::vector<std::int32_t> context_; ///< draft_context()'s buffer, kept to spare an allocation per step
+    /// What drafting continues: the tokens in the cache and the last generated one (not in the cache yet).
+    std::span<const std::int32_t> draft_context() {
+        context_.assign(seq_->history_.begin(), seq_->history_.end());
+        context_.push_back(generated_.back());
+        return context_;
+    }
     std::vector<speculation::verified_token> verified_;
     std::deque<speculation::verified_token> ready_; ///< verified tokens not emitted yet
     double ready_ms_ = 0.0;                         ///< each one's share of its step's time
@@ -458,16 +465,13 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         if (spec_mode_ == speculative_mode::lookup) {
             // A lookup draft costs nothing to make: the plain step checks it against the token it produces, so the
             // acceptance estimate follows the text while drafting is off (speculation::draft_controller).
-            auto context = seq_->history_;
-            context.push_back(generated_.back());
-            speculation::lookup_draft(context, 1, drafts_);
+            speculation::lookup_draft(draft_context(), 1, drafts_);
             shadow_draft_ = drafts_.empty() ? -1 : drafts_.front();
         }
         co_return false;
     }
     const auto t0 = clock_type::now();
-    auto context = seq_->history_;
-    context.push_back(generated_.back());
+    const auto context = draft_context();
     if (spec_mode_ != speculative_mode::lookup) {
         seq_->runner_.step_away(cache); // drafting runs passes of its own first
     }
