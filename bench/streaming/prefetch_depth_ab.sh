@@ -10,6 +10,7 @@
 # Env: STREAM_BENCH (default build/release/bench/streaming/stream_bench), TOKENS (48), WARMUP (24), THREADS (2),
 #      ROUNDS (2), POLICY (lru-2), ROUTING (a recording replayed instead of the file's router: docs/ROUTING.md;
 #      depth 2 replays its predictions two layers ahead, version-2 recordings only), FIO_SECONDS (6; 0 skips fio),
+#      FIO_OPTS (extra fio options, e.g. --fixedbufs=1),
 #      OUT_DIR (.cache/bench/prefetch_depth).
 # Needs jq (and fio unless FIO_SECONDS=0).
 set -euo pipefail
