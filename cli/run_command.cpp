@@ -131,7 +131,7 @@ json::object report_json(const run_report& r) {
     }
     json::array steps;
     for (const auto& st : s.steps) {
-        steps.push_back(json::array{st.positions, st.accepted, st.ms, st.wait_ms, st.expert_reads});
+        steps.push_back(json::array{st.positions, st.accepted, st.ms, st.wait_ms, st.expert_reads, st.predicted_reads});
     }
     out["decode_steps"] = json::object{{"plain_steps", s.plain_steps},
                                        {"plain_ms", s.plain_ms},

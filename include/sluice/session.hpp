@@ -72,6 +72,9 @@ struct decode_step_timing {
     double ms = 0.0;                ///< the forward pass
     double wait_ms = 0.0;           ///< of ms, stalled on expert reads (streamed experts)
     std::uint64_t expert_reads = 0; ///< experts read from disk during the pass (streamed experts)
+    /// Before a verification, the reads its positions were predicted to add from the expert cache's state (the
+    /// draft controller's cost); -1 when not predicted (plain steps, resident experts, a token never seen before).
+    double predicted_reads = -1.0;
 };
 
 /// Totals of a finished (or running) generation.

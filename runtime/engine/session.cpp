@@ -62,8 +62,8 @@ struct session::state {
         if (model_->mtp() != nullptr) {
             cache_.keep_hidden(model_->hparams().n_embd); // what the MTP block drafts from
         }
-        if (model_->streams_experts() && model_->options().draft_prefetch && model_->hparams().is_moe()) {
-            // What draft-guided prefetch predicts drafted tokens' experts from.
+        if (model_->streams_experts() && model_->hparams().is_moe()) {
+            // What draft-guided prefetch and the draft length's expected cost predict drafted tokens' experts from.
             cache_.keep_routing(model_->hparams().n_layer, model_->hparams().n_expert_used);
         }
         engine_->publish(&shared_);
@@ -231,6 +231,7 @@ struct token_stream::state {
     std::uint32_t spec_max_ = 0;
     std::vector<std::int32_t> drafts_;
     std::vector<std::int32_t> prefetch_tokens_; ///< a step's tokens whose experts draft-guided prefetch reads
+    std::vector<double> misses_;                ///< a step's positions' predicted reads (speculation::predicted_misses)
     std::int32_t shadow_draft_ = -1; ///< a plain step's unverified lookup draft, checked against its token (or -1)
     std::vector<std::int32_t> context_; ///< draft_context()'s buffer, kept to spare an allocation per step
     /// What drafting continues: the tokens in the cache and the last generated one (not in the cache yet).
@@ -458,9 +459,11 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     if (spec_mode_ == speculative_mode::lookup) {
         controller.expect_shadow();
     }
-    const auto k = req_.speculative.adaptive.value_or(owner().options().draft_adaptive)
-                       ? controller.next_k(static_cast<std::uint32_t>(limit))
-                       : static_cast<std::uint32_t>(limit);
+    const bool adaptive = req_.speculative.adaptive.value_or(owner().options().draft_adaptive);
+    const auto k = adaptive ? controller.next_k(static_cast<std::uint32_t>(limit)) : static_cast<std::uint32_t>(limit);
+    // Streamed, the length the controller chose is fitted to the drafts' own expected reads (fit): lookup drafts
+    // cost nothing, so up to the limit are made for it to choose from.
+    const bool costed = adaptive && cache.keeps_routing();
     if (k == 0) {
         if (spec_mode_ == speculative_mode::lookup) {
             // A lookup draft costs nothing to make: the plain step checks it against the token it produces, so the
@@ -476,7 +479,8 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         seq_->runner_.step_away(cache); // drafting runs passes of its own first
     }
     if (spec_mode_ == speculative_mode::lookup) {
-        speculation::lookup_draft(context, k, drafts_);
+        speculation::lookup_draft(context, costed && controller.chose() ? static_cast<std::uint32_t>(limit) : k,
+                                  drafts_);
     } else if (spec_mode_ == speculative_mode::mtp) {
         if (!seq_->mtp_) {
             seq_->mtp_ =
@@ -500,13 +504,32 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         co_return false;
     }
     const double draft_ms = ms_since(t0);
+    const auto& hp = owner().hparams();
+    auto& tokens = prefetch_tokens_;
+    tokens.assign(1, generated_.back());
+    tokens.insert(tokens.end(), drafts_.begin(), drafts_.end());
+    double predicted = -1.0;
     if (cache.keeps_routing()) {
+        // Each position's expected reads, before the prefetch below puts them in flight.
+        speculation::predicted_misses(owner().experts(), cache, seq_->history_, tokens, hp.n_layer, hp.n_expert_used,
+                                      misses_);
+        const auto fitted = costed ? controller.fit(misses_) : static_cast<std::uint32_t>(drafts_.size());
+        if (fitted == 0) {
+            if (spec_mode_ == speculative_mode::lookup) {
+                shadow_draft_ = drafts_.front(); // the plain step checks it, as when the controller chose no draft
+            }
+            co_return false;
+        }
+        drafts_.resize(fitted);
+        tokens.resize(fitted + 1);
+        predicted = 0.0;
+        for (std::size_t i = 0; i <= fitted && predicted >= 0.0; ++i) {
+            predicted = misses_[i] < 0.0 ? -1.0 : predicted + misses_[i];
+        }
+    }
+    if (owner().options().draft_prefetch && cache.keeps_routing()) {
         // Draft-guided prefetch: the step's tokens' likely experts start reading before the verification needs
         // them, at most a quarter of the expert cache (more would evict what the pass itself is about to use).
-        auto& tokens = prefetch_tokens_;
-        tokens.assign(1, generated_.back());
-        tokens.insert(tokens.end(), drafts_.begin(), drafts_.end());
-        const auto& hp = owner().hparams();
         co_await speculation::prefetch_draft_experts(owner().experts(), cache, seq_->history_, tokens, hp.n_layer,
                                                      hp.n_expert_used, owner().plan().cache_slots / 4);
     }
@@ -524,7 +547,7 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
     const double verify_wait_ms = 1000.0 * (seq_->engine_->counters().expert_wait_s - wait0);
     summary_.verify_wait_ms += verify_wait_ms;
     summary_.steps.push_back({static_cast<std::uint32_t>(drafts_.size() + 1), *accepted, verify_ms, verify_wait_ms,
-                              expert_reads() - reads0});
+                              expert_reads() - reads0, predicted});
     const bool rejected = *accepted < drafts_.size() && verified_.size() == *accepted + 1 &&
                           verified_.back().chosen.token != drafts_[*accepted];
     // The draft's catch-up on a new prompt (or a stretch without drafting) is paid once, whatever the length: the
@@ -536,7 +559,7 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         catch_up_ms = seq_->mtp_->catch_up_ms();
     }
     controller.record_verify(static_cast<std::uint32_t>(drafts_.size()), *accepted, rejected, verify_ms,
-                             std::max(0.0, draft_ms - catch_up_ms), verify_wait_ms);
+                             std::max(0.0, draft_ms - catch_up_ms), verify_wait_ms, predicted);
     auto& counters = owner().speculation();
     counters.verify_steps.fetch_add(1, std::memory_order_relaxed);
     counters.drafted.fetch_add(drafts_.size(), std::memory_order_relaxed);

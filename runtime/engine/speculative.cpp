@@ -180,6 +180,7 @@ double draft_controller::extra_ms() const noexcept {
 }
 
 std::uint32_t draft_controller::next_k(std::uint32_t limit) {
+    chosen_ = 0;
     if (limit == 0) {
         return 0;
     }
@@ -205,26 +206,10 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         probing_ = true;
         return explore_length(limit);
     }
-    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step's compute
-    // plus k positions' extra compute and drafting, and k + 1 positions' expert waits.
     const double wait = wait_.median();
-    const double plain = plain_.median() + wait;
-    const double a = std::clamp(acceptance(), 0.0, 0.999);
-    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median()) + wait;
-    std::uint32_t best = 0;
-    double best_rate = 1.0 / plain;
-    double expected = 1.0;
-    double power = 1.0;
-    for (std::uint32_t k = 1; k <= limit; ++k) {
-        power *= a;
-        expected += power;
-        const double rate = expected / (plain + k * per_token);
-        if (rate > best_rate * 1.02) {
-            best_rate = rate;
-            best = k;
-        }
-    }
+    const std::uint32_t best = best_length(limit, [wait](std::uint32_t) { return wait; });
     off_ = best == 0;
+    chosen_ = best;
     if (probing_) {
         // A probe that finds drafting still not paying waits twice as long for the next (a draft model catches
         // up on the tokens it missed at each probe, which costs); one that finds it paying starts over.
@@ -232,6 +217,53 @@ std::uint32_t draft_controller::next_k(std::uint32_t limit) {
         probing_ = false;
     }
     return best;
+}
+
+template <class Wait>
+std::uint32_t draft_controller::best_length(std::uint32_t limit, Wait wait) const {
+    // Expected tokens of a step drafting k with acceptance a: 1 + a + ... + a^k; its cost: a plain step's compute
+    // and its last token's expert wait, plus per drafted position the extra compute, the drafting and its wait.
+    const double a = std::clamp(acceptance(), 0.0, 0.999);
+    const double per_token = std::max(0.0, extra_ms()) + std::max(0.0, draft_.median());
+    double cost = plain_.median() + wait(0);
+    std::uint32_t best = 0;
+    double best_rate = 1.0 / cost;
+    double expected = 1.0;
+    double power = 1.0;
+    for (std::uint32_t k = 1; k <= limit; ++k) {
+        power *= a;
+        expected += power;
+        cost += per_token + wait(k);
+        const double rate = expected / cost;
+        if (rate > best_rate * 1.02) {
+            best_rate = rate;
+            best = k;
+        }
+    }
+    return best;
+}
+
+double draft_controller::wait_per_read() const noexcept {
+    if (predicted_count_ < 3) {
+        return -1.0;
+    }
+    double wait = 0.0;
+    double reads = 0.0;
+    for (std::size_t i = 0; i < predicted_count_; ++i) {
+        wait += predicted_wait_[i];
+        reads += predicted_reads_[i];
+    }
+    return reads > 0.0 ? wait / reads : -1.0;
+}
+
+std::uint32_t draft_controller::fit(std::span<const double> misses) const {
+    const auto drafted = static_cast<std::uint32_t>(misses.empty() ? 0 : misses.size() - 1);
+    const double per_read = wait_per_read();
+    if (chosen_ == 0 || per_read < 0.0) {
+        return chosen_ == 0 ? drafted : std::min(drafted, chosen_);
+    }
+    const double wait = wait_.median();
+    return best_length(drafted, [&](std::uint32_t i) { return misses[i] >= 0.0 ? misses[i] * per_read : wait; });
 }
 
 std::uint32_t draft_controller::explore_length(std::uint32_t limit) const noexcept {
@@ -255,7 +287,7 @@ void draft_controller::record_plain(double ms, double wait_ms) {
 }
 
 void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms,
-                                     double draft_ms, double wait_ms) {
+                                     double draft_ms, double wait_ms, double predicted_reads) {
     ++since_plain_;
     if (drafted == 0) {
         return;
@@ -268,6 +300,81 @@ void draft_controller::record_verify(std::uint32_t drafted, std::uint32_t accept
     verify_next_ = (verify_next_ + 1) % recent_median::size;
     verify_count_ = std::min(verify_count_ + 1, recent_median::size);
     draft_.add(std::max(draft_ms / drafted, 1e-6));
+    if (predicted_reads >= 0.0) {
+        predicted_wait_[predicted_next_] = std::max(0.0, wait_ms);
+        predicted_reads_[predicted_next_] = predicted_reads;
+        predicted_next_ = (predicted_next_ + 1) % recent_median::size;
+        predicted_count_ = std::min(predicted_count_ + 1, recent_median::size);
+    }
+}
+
+void latest_routing_rows(const models::kv_cache& cache, std::span<const std::int32_t> history,
+                         std::span<const std::int32_t> tokens, std::vector<const std::int16_t*>& rows) {
+    rows.assign(tokens.size(), nullptr);
+    if (!cache.keeps_routing()) {
+        return;
+    }
+    // Positions past the cache's size hold nothing yet.
+    const std::size_t known = std::min<std::size_t>(history.size(), cache.size());
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        for (std::size_t p = known; p-- > 0;) {
+            if (history[p] == tokens[i]) {
+                rows[i] = cache.routing_row(p);
+                break;
+            }
+        }
+    }
+}
+
+namespace {
+
+/// Adds the experts `row` names for layer `il` to `ids` (unsorted, may repeat).
+void add_layer_experts(const std::int16_t* row, std::uint32_t il, std::uint32_t top_k, std::vector<std::int32_t>& ids) {
+    for (std::uint32_t j = 0; j < top_k; ++j) {
+        if (const auto e = row[std::size_t{il} * top_k + j]; e >= 0) {
+            ids.push_back(e);
+        }
+    }
+}
+
+} // namespace
+
+void predicted_misses(const experts::expert_source& source, const models::kv_cache& cache,
+                      std::span<const std::int32_t> history, std::span<const std::int32_t> tokens,
+                      std::uint32_t n_layer, std::uint32_t top_k, std::vector<double>& out) {
+    out.clear();
+    if (!cache.keeps_routing()) {
+        return;
+    }
+    std::vector<const std::int16_t*> rows;
+    latest_routing_rows(cache, history, tokens, rows);
+    out.assign(tokens.size(), 0.0);
+    std::vector<std::int32_t> before; // the experts of the layer that earlier tokens of the step named
+    std::vector<std::int32_t> fresh;
+    for (std::uint32_t il = 0; il < n_layer; ++il) {
+        before.clear();
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (rows[i] == nullptr) {
+                continue;
+            }
+            fresh.clear();
+            add_layer_experts(rows[i], il, top_k, fresh);
+            std::sort(fresh.begin(), fresh.end());
+            fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+            std::erase_if(fresh,
+                          [&](std::int32_t e) { return std::find(before.begin(), before.end(), e) != before.end(); });
+            if (fresh.empty()) {
+                continue; // a dense layer, or nothing new
+            }
+            out[i] += static_cast<double>(source.count_missing(il, fresh));
+            before.insert(before.end(), fresh.begin(), fresh.end());
+        }
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] == nullptr) {
+            out[i] = -1.0;
+        }
+    }
 }
 
 boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
@@ -278,17 +385,9 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
     if (limit == 0 || !cache.keeps_routing() || !source.wants_prediction()) {
         co_return 0;
     }
-    // The latest position of each token (positions past the cache's size hold nothing yet).
-    const std::size_t known = std::min<std::size_t>(history.size(), cache.size());
     std::vector<const std::int16_t*> rows;
-    for (const auto token : tokens) {
-        for (std::size_t p = known; p-- > 0;) {
-            if (history[p] == token) {
-                rows.push_back(cache.routing_row(p));
-                break;
-            }
-        }
-    }
+    latest_routing_rows(cache, history, tokens, rows);
+    std::erase(rows, nullptr);
     if (rows.empty()) {
         co_return 0;
     }
@@ -302,11 +401,7 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
     for (std::uint32_t il = 0; il < n_layer && asked < limit; ++il) {
         ids.clear();
         for (const auto* row : rows) {
-            for (std::uint32_t j = 0; j < top_k; ++j) {
-                if (const auto e = row[std::size_t{il} * top_k + j]; e >= 0) {
-                    ids.push_back(e);
-                }
-            }
+            add_layer_experts(row, il, top_k, ids);
         }
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

@@ -108,8 +108,21 @@ public:
     /// was), the target's pass took `verify_ms` (of which `wait_ms` stalled on expert reads) and drafting
     /// `draft_ms` (the draft's steady cost per step, its catch-up on the tokens of the last step included; a
     /// catch-up on a new prompt left out).
+    /// `predicted_reads`: the step's positions' predicted_misses() summed, or -1 when some position had no
+    /// prediction (or nothing was predicted: resident experts).
     void record_verify(std::uint32_t drafted, std::uint32_t accepted, bool rejected, double verify_ms, double draft_ms,
-                       double wait_ms = 0.0);
+                       double wait_ms = 0.0, double predicted_reads = -1.0);
+    /// Whether the last next_k() was a choice of the cost model (not a measuring step, a probe or a plain step): only
+    /// then does fit() choose again. With drafts that cost nothing to make, a session then drafts up to the limit and
+    /// lets fit() choose from the drafts' own costs.
+    [[nodiscard]] bool chose() const noexcept { return chosen_ != 0; }
+    /// The length of this step's drafts from the state of the expert cache: `misses` has each position's
+    /// predicted_misses() (the step's last token first, then the drafts). Each predicted read costs the measured
+    /// expert wait per predicted read of recent verifications (wait_per_read()); a position without a prediction costs
+    /// the measured wait per position. Returns the length, at most misses.size() - 1, that maximises expected tokens
+    /// per millisecond (0: a plain step pays more). Without a choice to refine (chose()) or before three
+    /// verifications with predictions were measured, it returns the shorter of the drafts and the last choice.
+    [[nodiscard]] std::uint32_t fit(std::span<const double> misses) const;
     /// A plain step checked a draft of one token that cost nothing to make (prompt lookup) against the token it
     /// produced: `accepted` when they agreed. Counts in acceptance() like a verified draft. From the first such
     /// check on, drafting starts (the first measurement, a probe) only while acceptance() is at least one half, so
@@ -131,10 +144,17 @@ public:
     [[nodiscard]] double extra_ms() const noexcept;
     [[nodiscard]] double draft_ms() const noexcept { return draft_.median(); }
     [[nodiscard]] double wait_ms() const noexcept { return wait_.median(); }
+    /// Milliseconds of expert wait per predicted read: the waits of the recent verifications with predictions over
+    /// their predicted reads (-1 until three were measured, or while they predicted no read).
+    [[nodiscard]] double wait_per_read() const noexcept;
 
 private:
     /// The length of a measuring step or probe: 1, or 3 when free drafts checked on plain steps were mostly right.
     [[nodiscard]] std::uint32_t explore_length(std::uint32_t limit) const noexcept;
+    /// The length, at most `limit`, with the most expected tokens per millisecond, 0 when none beats a plain step by
+    /// 2%: position i (0: the step's last token, paid by a plain step too) waits `wait(i)` ms for its experts.
+    template <class Wait>
+    [[nodiscard]] std::uint32_t best_length(std::uint32_t limit, Wait wait) const;
 
     recent_median plain_; ///< one-token steps' compute (the first, cold, left out)
     recent_median draft_; ///< drafting time per drafted token
@@ -146,6 +166,12 @@ private:
     std::uint32_t verify_len_[recent_median::size] = {};
     std::size_t verify_count_ = 0;
     std::size_t verify_next_ = 0;
+    /// The last verifications with predictions: expert wait and predicted reads (wait_per_read()).
+    double predicted_wait_[recent_median::size] = {};
+    double predicted_reads_[recent_median::size] = {};
+    std::size_t predicted_count_ = 0;
+    std::size_t predicted_next_ = 0;
+    std::uint32_t chosen_ = 0; ///< the last next_k() when the cost model chose it, else 0
     double accepted_ = 1.0; ///< decayed counts behind acceptance(): a prior of 1 in 2
     double tried_ = 2.0;
     bool warm_ = false;              ///< the first plain step (cold) was seen and left out
@@ -158,12 +184,27 @@ private:
     bool free_drafts_ = false;       ///< expect_shadow(): wait for the first check before drafting
 };
 
+/// Each token's prediction of the experts the target will choose for it: the routing row (kv_cache::routing_row) of
+/// the latest position of `history` (the tokens in `cache`, which keeps routing) holding the same token, or null for
+/// a token not seen there. `rows` gets one entry per token.
+void latest_routing_rows(const models::kv_cache& cache, std::span<const std::int32_t> history,
+                         std::span<const std::int32_t> tokens, std::vector<const std::int16_t*>& rows);
+
+/// The reads each position of a verification is expected to add, from the state of the expert cache (streamed
+/// experts): for each of `tokens` (the step's last token, then its drafts), how many experts its prediction
+/// (latest_routing_rows) names, over every layer, that `source` neither holds nor is reading and that no earlier
+/// token of the step named (the verification reads the union of its positions' experts once). -1 for a token without
+/// a prediction. `out` gets one value per token, or nothing when the cache keeps no routing. Call it before the
+/// step's draft-guided prefetch, which puts the predicted experts in flight.
+void predicted_misses(const experts::expert_source& source, const models::kv_cache& cache,
+                      std::span<const std::int32_t> history, std::span<const std::int32_t> tokens,
+                      std::uint32_t n_layer, std::uint32_t top_k, std::vector<double>& out);
+
 /// Draft-guided expert prefetch (streamed experts): before a verification, asks `source` to read the experts each
-/// MoE layer is predicted to choose for the step's tokens (`tokens`: the last token and the drafts), so that the
-/// verification finds them cached or in flight instead of reading them one layer ahead. A token's prediction is what
-/// the latest earlier position holding the same token chose (the routing `cache` keeps: kv_cache::keep_routing;
-/// `history` is the tokens in `cache`); a token not seen before predicts nothing. Experts already cached cost
-/// nothing; at most `limit` experts are asked for, the earliest layers first. Returns how many were asked for.
+/// MoE layer is predicted to choose for the step's tokens (`tokens`: the last token and the drafts; predictions as
+/// latest_routing_rows makes them), so that the verification finds them cached or in flight instead of reading them
+/// one layer ahead. A token not seen before predicts nothing. Experts already cached cost nothing; at most `limit`
+/// experts are asked for, the earliest layers first. Returns how many were asked for.
 boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
                                                            const models::kv_cache& cache,
                                                            std::span<const std::int32_t> history,

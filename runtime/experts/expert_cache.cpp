@@ -167,6 +167,18 @@ void expert_cache::fetch(expert_batch& batch, std::uint32_t layer, std::span<con
     }
 }
 
+std::size_t expert_cache::count_missing(std::uint32_t layer, std::span<const std::int32_t> ids) const {
+    std::lock_guard lock(mu_);
+    std::size_t missing = 0;
+    for (const auto expert : ids) {
+        const auto s = pool_.find(layer, expert);
+        const bool present = s != none && (slots_[static_cast<std::size_t>(s)].state == slot_state::ready ||
+                                           slots_[static_cast<std::size_t>(s)].state == slot_state::loading);
+        missing += present ? 0 : 1;
+    }
+    return missing;
+}
+
 void expert_cache::prefetch(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids) {
     prefetch_ahead(batch, layer, ids, 1);
 }

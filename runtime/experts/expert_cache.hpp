@@ -55,6 +55,8 @@ public:
     /// In priority read order, drops the experts of the prediction whose reads are all still held and that no
     /// fetch pinned and no other batch waits for: never read, their slots emptied (prefetch_dropped).
     void retire(expert_batch& batch) noexcept override;
+    /// An expert counts as present while its slot holds it or reads it (a failed read counts as missing).
+    [[nodiscard]] std::size_t count_missing(std::uint32_t layer, std::span<const std::int32_t> ids) const override;
     [[nodiscard]] bool wants_prediction() const noexcept override { return prefetch_; }
     [[nodiscard]] std::uint32_t prediction_depth() const noexcept override { return prefetch_ ? depth_ : 0; }
     void attach(const boost::asio::any_io_executor& executor) override;

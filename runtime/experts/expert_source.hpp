@@ -11,6 +11,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -45,6 +46,14 @@ public:
     /// priority (expert_cache: no room is made for it while a fetch waits). The default is `prefetch`.
     virtual void prefetch_ahead(expert_batch& batch, std::uint32_t layer, std::span<const std::int32_t> ids,
                                 std::uint32_t ahead);
+
+    /// Any thread: how many of `ids` (distinct experts of `layer`) are neither in memory nor being read, so that a
+    /// fetch of them now would start that many reads. The default: 0 (every expert is in memory).
+    [[nodiscard]] virtual std::size_t count_missing(std::uint32_t layer, std::span<const std::int32_t> ids) const {
+        (void)layer;
+        (void)ids;
+        return 0;
+    }
 
     /// Whether prefetch does anything (the forward pass computes predictions only then).
     [[nodiscard]] virtual bool wants_prediction() const noexcept { return false; }

@@ -191,6 +191,78 @@ TEST(draft_controller, slow_cold_plain_steps_do_not_make_verifications_of_a_warm
     EXPECT_LE(drafting, 2u) << "probes only, once the costs are measured";
 }
 
+/// Streamed steps whose costs follow the expert cache's state: a pass computes 10 ms plus 3 ms per drafted position
+/// and waits 1 ms per expert it reads; every draft is accepted. Drafts cost nothing to make, so once the controller
+/// chose a length the session drafts `limit` and fit() picks from their predicted reads (`reads(i)`: position i's,
+/// 0 the step's last token). Returns the lengths verified (0: a plain step).
+template <class Reads>
+std::vector<std::uint32_t> run_costed(speculation::draft_controller& c, std::size_t steps, Reads reads,
+                                      std::uint32_t limit = 8) {
+    std::vector<std::uint32_t> chosen;
+    for (std::size_t step = 0; step < steps; ++step) {
+        const auto k = c.next_k(limit);
+        std::uint32_t fitted = 0;
+        if (k != 0) {
+            std::vector<double> misses;
+            for (std::uint32_t i = 0; i <= (c.chose() ? limit : k); ++i) {
+                misses.push_back(reads(i));
+            }
+            fitted = c.fit(misses);
+        }
+        chosen.push_back(fitted);
+        if (fitted == 0) {
+            c.record_plain(10.0 + reads(0), reads(0));
+            continue;
+        }
+        double predicted = 0.0;
+        for (std::uint32_t i = 0; i <= fitted; ++i) {
+            predicted += reads(i);
+        }
+        c.record_verify(fitted, fitted, false, 10.0 + 3.0 * fitted + predicted, 0.0, predicted, predicted);
+    }
+    return chosen;
+}
+
+TEST(draft_controller, drafts_end_where_their_experts_would_have_to_be_read) {
+    // The first three drafted tokens' experts are cached (a passage repeated), the next ones need 20 reads each (the
+    // text goes on past the repeat). The measured wait per position alone (2 ms: 8 reads over 4 positions) would
+    // draft all 8 and read 100 experts; fitted to the drafts' own reads, 3 drafts give 4 tokens for 27 ms where a
+    // fourth would give 5 for 50.
+    speculation::draft_controller c;
+    const auto reads = [](std::uint32_t i) { return i == 0 ? 8.0 : i <= 3 ? 0.0 : 20.0; };
+    const auto chosen = run_costed(c, 100, reads);
+    EXPECT_EQ(settled_length(chosen, 50), 3u);
+    EXPECT_NEAR(c.wait_per_read(), 1.0, 1e-9);
+}
+
+TEST(draft_controller, drafts_whose_experts_are_all_cached_run_to_the_limit_and_costly_ones_are_not_verified) {
+    speculation::draft_controller cached;
+    const auto all = run_costed(cached, 100, [](std::uint32_t i) { return i == 0 ? 8.0 : 0.0; });
+    EXPECT_EQ(settled_length(all, 50), 8u);
+    // Every drafted token reads 30 experts: one draft gives 2 tokens for 51 ms against a plain step's 18 each. After
+    // the first measurement (three one-token drafts, 8 + 30 reads each) no draft is verified.
+    speculation::draft_controller costly;
+    const auto none = run_costed(costly, 100, [](std::uint32_t i) { return i == 0 ? 8.0 : 30.0; });
+    EXPECT_EQ(std::count_if(none.begin() + 10, none.end(), [](std::uint32_t k) { return k != 0; }), 0);
+}
+
+TEST(draft_controller, fit_keeps_the_chosen_length_until_waits_per_read_are_measured) {
+    speculation::draft_controller c;
+    const std::vector<double> misses{8.0, 0.0, 0.0, 0.0, 0.0};
+    EXPECT_EQ(c.fit(misses), 4u) << "a measuring step keeps its drafts";
+    session_sim{}.run(c, 50); // resident costs: no verification predicted reads
+    EXPECT_LT(c.wait_per_read(), 0.0);
+    auto k = c.next_k(8);
+    if (!c.chose()) {
+        c.record_plain(1.0); // a refresh of the plain cost was due
+        k = c.next_k(8);
+    }
+    ASSERT_TRUE(c.chose());
+    const std::vector<double> longer(10, 0.0);
+    EXPECT_EQ(c.fit(longer), k);
+    EXPECT_EQ(c.fit(misses), std::min(k, 4u));
+}
+
 TEST(draft_controller, recent_median_ignores_a_minority_of_outliers_and_follows_a_lasting_change) {
     speculation::recent_median m;
     EXPECT_EQ(m.median(), 0.0);

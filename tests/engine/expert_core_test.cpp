@@ -291,6 +291,25 @@ TEST(expert_cache, a_miss_arrives_on_the_io_context_and_the_next_fetch_hits) {
     EXPECT_EQ(c.reads, 2u * 3u); // gate, up, down of each expert, read once
 }
 
+TEST(expert_cache, counts_as_missing_the_experts_neither_held_nor_being_read) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
+    experts::expert_batch fetch, prediction;
+    for (auto* b : {&fetch, &prediction}) {
+        b->reserve(f.hp.n_expert);
+        b->bind(f.io.get_executor());
+    }
+    const std::vector<std::int32_t> asked{1, 5, 6, 7};
+    EXPECT_EQ(f.cache->count_missing(0, asked), 4u);
+    f.cache->fetch(fetch, 0, std::vector<std::int32_t>{1, 5});
+    f.cache->prefetch(prediction, 0, std::vector<std::int32_t>{6});
+    EXPECT_EQ(f.cache->count_missing(0, asked), 1u) << "reads in flight count as present";
+    f.run_until([&] { return fetch.ready(0) && fetch.ready(1) && prediction.state(0) == entry_state::ready; });
+    f.cache->release_all(fetch);
+    f.cache->release_all(prediction);
+    EXPECT_EQ(f.cache->count_missing(0, asked), 1u) << "released experts stay cached";
+    EXPECT_EQ(f.cache->count_missing(1, asked), 4u) << "another layer's experts of the same ids";
+}
+
 TEST(expert_cache, a_fetch_joins_the_read_of_a_prediction_in_flight) {
     cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
     experts::expert_batch fetch, prediction;
@@ -431,6 +450,7 @@ TEST(expert_cache, a_failed_read_fails_the_batch_with_the_reason_and_the_next_fe
     ASSERT_TRUE(b.failure());
     EXPECT_NE(b.failure()->message.find("end of file"), std::string::npos) << b.failure()->message;
     f.cache->release_all(b);
+    EXPECT_EQ(f.cache->count_missing(last_layer, ids), 1u) << "a failed read holds nothing";
     std::filesystem::copy_file(source, path, std::filesystem::copy_options::overwrite_existing);
     f.cache->fetch(b, last_layer, ids);
     f.run_until([&] { return b.state(0) != entry_state::waiting; });

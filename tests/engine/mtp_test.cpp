@@ -120,7 +120,8 @@ TEST(mtp, greedy_output_is_identical_with_streamed_experts) {
 // Draft-guided prefetch: with streamed experts, the experts each drafted token chose at its latest earlier
 // occurrence are read before the verification; the output is the same with and without it.
 TEST(draft_prefetch, reads_the_experts_of_drafted_tokens_ahead_and_keeps_the_output) {
-    const auto& p = load(glm_path(), false)->plan();
+    const auto resident = load(glm_path(), false);
+    const auto& p = resident->plan();
     const std::uint64_t budget = p.planned_bytes() - p.expert_bytes + 6 * p.slot_bytes;
     const auto on = load(glm_path(), false, budget, true);
     const auto off = load(glm_path(), false, budget, false);
@@ -143,7 +144,8 @@ TEST(draft_prefetch, reads_the_experts_of_drafted_tokens_ahead_and_keeps_the_out
 // The prediction itself: a cache that keeps routing holds each position's chosen experts (none in the dense layer),
 // and the prefetch asks, layer by layer, for the distinct experts the tokens' latest occurrences chose.
 TEST(draft_prefetch, asks_for_the_experts_the_tokens_latest_occurrences_chose) {
-    const auto& p = load(glm_path(), false)->plan();
+    const auto resident = load(glm_path(), false);
+    const auto& p = resident->plan();
     const auto m = load(glm_path(), false, p.planned_bytes() - p.expert_bytes + 6 * p.slot_bytes);
     ASSERT_TRUE(m->plan().streams());
     const auto& hp = m->hparams();
@@ -200,6 +202,76 @@ TEST(draft_prefetch, asks_for_the_experts_the_tokens_latest_occurrences_chose) {
                                                              hp.n_expert_used, 100);
               }),
               0u);
+}
+
+// The expected cost of a verification's positions: each token's predicted experts that the expert cache neither
+// holds nor reads, less those an earlier token of the step named. After the draft-guided prefetch has asked for them,
+// none is missing; a token never seen has no prediction.
+TEST(draft_prefetch, predicts_each_positions_new_reads_from_the_expert_caches_state) {
+    const auto resident = load(glm_path(), false);
+    const auto& p = resident->plan();
+    const auto& hp0 = resident->hparams();
+    std::uint64_t routed = 0;
+    for (std::uint32_t il = 0; il < hp0.n_layer; ++il) {
+        routed += hp0.moe_layer(il) ? hp0.n_expert : 0;
+    }
+    // Room for half the routed experts, twice what two tokens name: a pass leaves some of theirs out, and a prefetch
+    // of them all evicts none of them.
+    const auto m = load(glm_path(), false, p.planned_bytes() - p.expert_bytes + routed / 2 * p.slot_bytes);
+    ASSERT_GE(m->plan().cache_slots, 2 * 2 * hp0.n_expert_used);
+    ASSERT_TRUE(m->plan().streams());
+    const auto& hp = m->hparams();
+    models::kv_cache cache(models::cache_layout_of(m->arch(), hp), 128, quant_type::f16, 16);
+    cache.keep_routing(hp.n_layer, hp.n_expert_used);
+    models::forward_runner runner(m->arch(), hp, m->weights(), m->pool(), m->experts(), 16);
+    const auto history = random_tokens(40, 11);
+    std::vector<float> logits;
+    ASSERT_TRUE(
+        run_sync<result<void>>([&] { return runner.forward(cache, history, models::logits_mode::last, logits); }));
+    // The two tokens' experts per layer: the first token's, then the second's that the first did not name.
+    const std::vector<std::int32_t> tokens{history[30], history[7], 600};
+    std::vector<const std::int16_t*> rows;
+    speculation::latest_routing_rows(cache, history, tokens, rows);
+    ASSERT_EQ(rows.size(), 3u);
+    ASSERT_NE(rows[0], nullptr);
+    ASSERT_NE(rows[1], nullptr);
+    EXPECT_EQ(rows[2], nullptr);
+    double first = 0.0;
+    double second = 0.0;
+    for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
+        std::set<std::int32_t> a;
+        std::set<std::int32_t> b;
+        for (std::uint32_t j = 0; j < hp.n_expert_used; ++j) {
+            if (const auto e = rows[0][il * hp.n_expert_used + j]; e >= 0) {
+                a.insert(e);
+            }
+        }
+        for (std::uint32_t j = 0; j < hp.n_expert_used; ++j) {
+            if (const auto e = rows[1][il * hp.n_expert_used + j]; e >= 0 && a.count(e) == 0) {
+                b.insert(e);
+            }
+        }
+        first += static_cast<double>(m->experts().count_missing(il, std::vector<std::int32_t>(a.begin(), a.end())));
+        second += static_cast<double>(m->experts().count_missing(il, std::vector<std::int32_t>(b.begin(), b.end())));
+    }
+    std::vector<double> misses;
+    speculation::predicted_misses(m->experts(), cache, history, tokens, hp.n_layer, hp.n_expert_used, misses);
+    ASSERT_EQ(misses.size(), 3u);
+    EXPECT_EQ(misses[0], first);
+    EXPECT_EQ(misses[1], second);
+    EXPECT_EQ(misses[2], -1.0);
+    EXPECT_GT(misses[0] + misses[1], 0.0) << "the pass over 40 tokens left some of these experts out of the cache";
+    run_sync<std::size_t>([&] {
+        return speculation::prefetch_draft_experts(m->experts(), cache, history, tokens, hp.n_layer, hp.n_expert_used,
+                                                   1000);
+    });
+    speculation::predicted_misses(m->experts(), cache, history, tokens, hp.n_layer, hp.n_expert_used, misses);
+    EXPECT_EQ(misses[0], 0.0);
+    EXPECT_EQ(misses[1], 0.0);
+    // A cache that keeps no routing predicts nothing.
+    models::kv_cache plain(models::cache_layout_of(m->arch(), hp), 128, quant_type::f16, 16);
+    speculation::predicted_misses(m->experts(), plain, {}, tokens, hp.n_layer, hp.n_expert_used, misses);
+    EXPECT_TRUE(misses.empty());
 }
 
 /// Overwrites an F32 tensor of `path` with zeros.
