@@ -37,9 +37,9 @@ read_scheduler::~read_scheduler() {
 }
 
 void read_scheduler::attach(const boost::asio::any_io_executor& executor) {
-    ++attached_;
     {
         std::lock_guard lock(mu_);
+        ++attached_;
         executor_ = executor;
     }
     if (!reader_) {
@@ -55,14 +55,16 @@ void read_scheduler::attach(const boost::asio::any_io_executor& executor) {
 }
 
 void read_scheduler::detach() noexcept {
-    if (attached_ > 0) {
-        --attached_;
+    {
+        std::lock_guard lock(mu_);
+        attached_ -= attached_ > 0 ? 1 : 0;
     }
     drop_idle_reader();
 }
 
 boost::asio::any_io_executor read_scheduler::want_submit() {
-    if (submit_posted_ || !executor_) {
+    // With no pass attached and no read in flight, the executor's io_context may be gone: the next attach submits.
+    if (submit_posted_ || !executor_ || (attached_ == 0 && in_flight_ == 0)) {
         return {}; // a submission is on its way, or the next attach submits
     }
     submit_posted_ = true;

@@ -156,7 +156,7 @@ private:
     std::shared_ptr<const void> memory_; ///< see keep_alive
     /// False once the scheduler is destroyed: handlers still to run do nothing but release what they hold.
     std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
-    std::uint32_t attached_ = 0;
+    std::uint32_t attached_ = 0; ///< passes attached (changed on the executor under mu_; enqueue reads it)
     std::optional<error> reader_error_; ///< the reader could not be made: every read fails with this
 };
 

@@ -310,6 +310,30 @@ TEST(expert_cache, counts_as_missing_the_experts_neither_held_nor_being_read) {
     EXPECT_EQ(f.cache->count_missing(1, asked), 4u) << "another layer's experts of the same ids";
 }
 
+// Speculation's draft prefetch asks for experts between passes, with no pass attached. The last pass's io_context
+// may be gone by then (a test's, a finished request's), so the reads wait for the next attach instead of being posted
+// to the executor the cache last saw.
+TEST(expert_cache, a_prediction_asked_for_with_no_pass_attached_is_read_at_the_next_attach) {
+    cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
+    f.cache->detach();
+    {
+        boost::asio::io_context gone; // the last pass ran on an io_context that no longer exists
+        f.cache->attach(gone.get_executor());
+        f.cache->detach();
+    }
+    experts::expert_batch prediction;
+    prediction.reserve(f.hp.n_expert);
+    prediction.bind(f.io.get_executor());
+    f.cache->prefetch(prediction, 0, std::vector<std::int32_t>{3});
+    f.io.restart();
+    f.io.run_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(prediction.state(0), entry_state::waiting) << "submitted with no pass attached";
+    f.cache->attach(f.io.get_executor());
+    f.run_until([&] { return prediction.state(0) == entry_state::ready; });
+    EXPECT_EQ(prediction.state(0), entry_state::ready);
+    f.cache->release_all(prediction);
+}
+
 TEST(expert_cache, a_fetch_joins_the_read_of_a_prediction_in_flight) {
     cache_fixture f(test::tiny_model("qwen3moe", quant_type::q8_0), 8);
     experts::expert_batch fetch, prediction;

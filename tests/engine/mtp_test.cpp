@@ -141,21 +141,37 @@ TEST(draft_prefetch, reads_the_experts_of_drafted_tokens_ahead_and_keeps_the_out
     EXPECT_GT(with.summary.drafted_tokens, 0u);
 }
 
+/// A streamed tiny GLM with `slots` expert slots, and a cache that keeps routing after a pass over 40 random tokens.
+struct routed_pass {
+    void run(std::uint64_t slots) {
+        const auto resident = load(glm_path(), false);
+        const auto& p = resident->plan();
+        m = load(glm_path(), false, p.planned_bytes() - p.expert_bytes + slots * p.slot_bytes);
+        ASSERT_TRUE(m->plan().streams());
+        const auto& hp = m->hparams();
+        cache = std::make_unique<models::kv_cache>(models::cache_layout_of(m->arch(), hp), 128, quant_type::f16, 16);
+        cache->keep_routing(hp.n_layer, hp.n_expert_used);
+        models::forward_runner runner(m->arch(), hp, m->weights(), m->pool(), m->experts(), 16);
+        history = random_tokens(40, 11);
+        std::vector<float> logits;
+        ASSERT_TRUE(
+            run_sync<result<void>>([&] { return runner.forward(*cache, history, models::logits_mode::last, logits); }));
+    }
+
+    std::shared_ptr<model> m;
+    std::unique_ptr<models::kv_cache> cache;
+    std::vector<std::int32_t> history;
+};
+
 // The prediction itself: a cache that keeps routing holds each position's chosen experts (none in the dense layer),
 // and the prefetch asks, layer by layer, for the distinct experts the tokens' latest occurrences chose.
 TEST(draft_prefetch, asks_for_the_experts_the_tokens_latest_occurrences_chose) {
-    const auto resident = load(glm_path(), false);
-    const auto& p = resident->plan();
-    const auto m = load(glm_path(), false, p.planned_bytes() - p.expert_bytes + 6 * p.slot_bytes);
-    ASSERT_TRUE(m->plan().streams());
+    routed_pass r;
+    ASSERT_NO_FATAL_FAILURE(r.run(6));
+    const auto& m = r.m;
     const auto& hp = m->hparams();
-    models::kv_cache cache(models::cache_layout_of(m->arch(), hp), 128, quant_type::f16, 16);
-    cache.keep_routing(hp.n_layer, hp.n_expert_used);
-    models::forward_runner runner(m->arch(), hp, m->weights(), m->pool(), m->experts(), 16);
-    const auto history = random_tokens(40, 11);
-    std::vector<float> logits;
-    ASSERT_TRUE(
-        run_sync<result<void>>([&] { return runner.forward(cache, history, models::logits_mode::last, logits); }));
+    auto& cache = *r.cache;
+    const auto& history = r.history;
     for (std::size_t pos = 0; pos < history.size(); ++pos) {
         for (std::uint32_t il = 0; il < hp.n_layer; ++il) {
             for (std::uint32_t j = 0; j < hp.n_expert_used; ++j) {
@@ -208,26 +224,20 @@ TEST(draft_prefetch, asks_for_the_experts_the_tokens_latest_occurrences_chose) {
 // holds nor reads, less those an earlier token of the step named. After the draft-guided prefetch has asked for them,
 // none is missing; a token never seen has no prediction.
 TEST(draft_prefetch, predicts_each_positions_new_reads_from_the_expert_caches_state) {
-    const auto resident = load(glm_path(), false);
-    const auto& p = resident->plan();
-    const auto& hp0 = resident->hparams();
+    const auto hp0 = load(glm_path(), false)->hparams();
     std::uint64_t routed = 0;
     for (std::uint32_t il = 0; il < hp0.n_layer; ++il) {
         routed += hp0.moe_layer(il) ? hp0.n_expert : 0;
     }
     // Room for half the routed experts, twice what two tokens name: a pass leaves some of theirs out, and a prefetch
     // of them all evicts none of them.
-    const auto m = load(glm_path(), false, p.planned_bytes() - p.expert_bytes + routed / 2 * p.slot_bytes);
-    ASSERT_GE(m->plan().cache_slots, 2 * 2 * hp0.n_expert_used);
-    ASSERT_TRUE(m->plan().streams());
+    routed_pass r;
+    ASSERT_NO_FATAL_FAILURE(r.run(routed / 2));
+    const auto& m = r.m;
     const auto& hp = m->hparams();
-    models::kv_cache cache(models::cache_layout_of(m->arch(), hp), 128, quant_type::f16, 16);
-    cache.keep_routing(hp.n_layer, hp.n_expert_used);
-    models::forward_runner runner(m->arch(), hp, m->weights(), m->pool(), m->experts(), 16);
-    const auto history = random_tokens(40, 11);
-    std::vector<float> logits;
-    ASSERT_TRUE(
-        run_sync<result<void>>([&] { return runner.forward(cache, history, models::logits_mode::last, logits); }));
+    auto& cache = *r.cache;
+    const auto& history = r.history;
+    ASSERT_GE(m->plan().cache_slots, 2 * 2 * hp.n_expert_used);
     // The two tokens' experts per layer: the first token's, then the second's that the first did not name.
     const std::vector<std::int32_t> tokens{history[30], history[7], 600};
     std::vector<const std::int16_t*> rows;
