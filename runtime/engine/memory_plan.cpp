@@ -13,7 +13,8 @@
 //     prepared activations: 4 rows of n_embd, k rows of the widest hidden size, 1 row of n_ff_shexp, per token,
 //             at the widest prepared row of any weight type in the file (never below F32);
 //   per sequence, n_vocab x 28 bytes: the logits and the sampler's candidates, scratch and penalty tables, and the
-//     step's row of gathered logits;
+//     step's row of gathered logits; MoE: n_ctx x n_layer x k 16-bit ids, each position's chosen experts (kept
+//     when the experts stream);
 //   per compute thread: the attention's score and value rows, (n_ctx + head_dim_v) floats;
 //   MLA (deepseek2): its query, latent, per-head query, decompressed key/value and output rows per token, and per
 //             thread the kernels' latent rows of a batch, one head's decompression matrices and the scores of every
@@ -182,7 +183,13 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
         act += widest_prepared_row(files, hp.n_embd) * b; // the prediction's prepared router input
     }
     const std::uint64_t scratch = floats * sizeof(float) + act;
-    const std::uint64_t per_seq = std::uint64_t{hp.n_vocab} * (vocab_bytes_per_sequence + sizeof(float));
+    std::uint64_t per_seq = std::uint64_t{hp.n_vocab} * (vocab_bytes_per_sequence + sizeof(float));
+    if (hp.is_moe()) {
+        // A streamed sequence's cache keeps each position's chosen experts (n_layer x top-k 16-bit ids), what
+        // speculation predicts drafted tokens' experts from (kv_cache::keep_routing). Counted resident too: whether
+        // the plan streams is decided after these bytes.
+        per_seq += std::uint64_t{in.n_ctx} * hp.n_layer * k * sizeof(std::int16_t);
+    }
     const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float) + mla_thread;
     return scratch + per_seq * in.n_seq + per_thread * std::max<std::size_t>(in.n_threads, 1) + fixed_overhead +
            std::uint64_t{hp.n_vocab} * tokenizer_bytes_per_token;

@@ -205,7 +205,9 @@ TEST(plan_memory, counts_every_slots_cache_and_the_step_buffers_once) {
     EXPECT_EQ(eight->kv_bytes, 8 * one->kv_bytes);
     const std::uint64_t per_slot = (eight->compute_bytes - one->compute_bytes) / 7;
     EXPECT_EQ(eight->compute_bytes - one->compute_bytes, 7 * per_slot);
-    EXPECT_GE(per_slot, std::uint64_t{m.hp.n_vocab} * (24 + sizeof(float)));          // logits, sampler, the step's row
+    // Logits, sampler, the step's row, and each position's chosen experts (kept when the experts stream).
+    EXPECT_GE(per_slot, std::uint64_t{m.hp.n_vocab} * (24 + sizeof(float)) +
+                            std::uint64_t{256} * m.hp.n_layer * m.hp.n_expert_used * sizeof(std::int16_t));
     EXPECT_LT(per_slot, scratch_bytes(loaded->hparams(), loaded->weights(), 64) / 4); // not another scratch
 }
 
