@@ -331,6 +331,21 @@ boost::asio::awaitable<result<std::shared_ptr<model>>> model::load(std::filesyst
     }
     m->plan = std::move(*plan);
     in.budget = budget;
+    if (m->plan.streams() && (m->draft || options.mtp)) {
+        // Drafting's share of the budget can be what makes the experts stream: say so, as drafting then has to beat
+        // decode from disk, not resident decode.
+        if (auto alone = plan_memory(*m->files, m->hp, *layout, in); alone && !alone->streams()) {
+            std::fprintf(stderr,
+                         "sluice: warning: %s: %s's %llu MiB make the experts stream (%llu of %llu cached); "
+                         "without it the model would be held resident in the %llu MiB budget, so drafting has to "
+                         "beat decoding from disk\n",
+                         path.string().c_str(), m->draft ? "the draft model" : "the MTP block",
+                         static_cast<unsigned long long>((m->draft ? m->draft->plan().planned_bytes() : mtp_bytes) >> 20),
+                         static_cast<unsigned long long>(m->plan.cache_slots),
+                         static_cast<unsigned long long>(m->plan.total_experts),
+                         static_cast<unsigned long long>(budget >> 20));
+        }
+    }
     if (m->plan.streams() && options.disk_bandwidth <= 0) {
         // The speed bound needs the disk's random-read bandwidth: a short probe on the model file itself.
         auto measured = co_await probe_disk_bandwidth(**reader, *m->files, *layout);

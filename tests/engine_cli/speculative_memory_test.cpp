@@ -1,6 +1,7 @@
 // Memory of `sluice run` with a draft model: the process's peak RSS stays within --memory-budget + 5% whether the
-// bundled model is resident or streams its experts beside the draft, and a budget that cannot hold both is refused
-// with a message (or, with --draft-optional, runs without the draft and says so).
+// bundled model is resident or streams its experts beside the draft (a warning then says when the draft is what makes
+// them stream), and a budget that cannot hold both is refused with a message (or, with --draft-optional, runs without
+// the draft and says so).
 #include "../cli/process.hpp"
 
 #include <boost/json.hpp>
@@ -98,6 +99,17 @@ TEST(speculative_memory, peak_rss_stays_within_the_budget_with_a_draft_resident_
         ASSERT_EQ(status, 0) << "budget " << budget;
         EXPECT_LE(rss, budget + budget / 20) << "peak RSS " << rss << " against a budget of " << budget;
     }
+    // There the draft's share is what makes the experts stream (the model alone would be resident): a warning says
+    // so. With both resident there is none.
+    const auto base = std::string(SLUICE_EXE) + " run -m " + shell_quote(model) +
+                      " -p hi -n 2 --ctx 512 --threads 2 --disk-bandwidth 1 --draft " + shell_quote(model) +
+                      " --memory-budget ";
+    const auto warned = run_process(base + std::to_string(streamed));
+    EXPECT_EQ(warned.status, 0) << warned.err;
+    EXPECT_NE(warned.err.find("make the experts stream"), std::string::npos) << warned.err;
+    const auto quiet = run_process(base + std::to_string(resident));
+    EXPECT_EQ(quiet.status, 0) << quiet.err;
+    EXPECT_EQ(quiet.err.find("make the experts stream"), std::string::npos) << quiet.err;
     // The plan says the streamed budget streams.
     const auto r = run_process(std::string(SLUICE_EXE) + " inspect --plan --ctx 512 --threads 2 --disk-bandwidth 1 " +
                                "--memory-budget " + std::to_string(streamed) + " --draft " + shell_quote(model) + " " +
