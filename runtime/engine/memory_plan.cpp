@@ -152,8 +152,10 @@ std::uint64_t widest_prepared_row(const gguf::model_files& files, std::uint64_t 
     return bytes;
 }
 
-/// Forward-pass buffers and fixed overhead (the formula is at the top of this file).
-std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::model_hparams& hp, const plan_inputs& in) {
+/// Forward-pass buffers and, with `process`, the fixed overhead and tokenizer tables, which a process has once (the
+/// formula is at the top of this file).
+std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::model_hparams& hp, const plan_inputs& in,
+                               bool process = true) {
     // The step's runner and the prefill runner beside it: every buffer below is per token of a runner's batch.
     const std::uint64_t b = std::max(1u, in.n_batch) + std::min(std::max(1u, in.n_batch), prefill_step_tokens);
     const std::uint64_t k = std::max(1u, hp.n_expert_used);
@@ -191,8 +193,8 @@ std::uint64_t compute_bytes_of(const gguf::model_files& files, const models::mod
         per_seq += std::uint64_t{in.n_ctx} * hp.n_layer * k * sizeof(std::int16_t);
     }
     const std::uint64_t per_thread = (std::uint64_t{in.n_ctx} + hp.head_dim_v) * sizeof(float) + mla_thread;
-    return scratch + per_seq * in.n_seq + per_thread * std::max<std::size_t>(in.n_threads, 1) + fixed_overhead +
-           std::uint64_t{hp.n_vocab} * tokenizer_bytes_per_token;
+    const std::uint64_t once = process ? fixed_overhead + std::uint64_t{hp.n_vocab} * tokenizer_bytes_per_token : 0;
+    return scratch + per_seq * in.n_seq + per_thread * std::max<std::size_t>(in.n_threads, 1) + once;
 }
 
 std::uint32_t moe_layers(const experts::expert_layout& layout) {
@@ -390,7 +392,8 @@ std::uint64_t plan_mtp_bytes(const gguf::model_files& files, const models::model
     const std::uint64_t b = std::max(1u, in.n_batch);
     const std::uint64_t projection =
         b * (3 * std::uint64_t{hp.n_embd} * sizeof(float) + widest_prepared_row(files, 2 * std::uint64_t{hp.n_embd}));
-    const std::uint64_t buffers = compute_bytes_of(files, hp, one) + projection;
+    // Each sequence's block runs its own forward pass; the process's fixed overhead is the model's, counted once.
+    const std::uint64_t buffers = compute_bytes_of(files, hp, one, false) + projection;
     return experts + (cache + hidden + buffers) * std::max(1u, in.n_seq);
 }
 

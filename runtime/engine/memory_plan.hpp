@@ -85,7 +85,8 @@ result<memory_plan> plan_memory(const gguf::model_files& files, const models::mo
 /// What drafting with the model's MTP block adds to its plan (model_options::mtp): the block's routed experts, held
 /// resident (its other tensors are in dense_bytes already), and per sequence the block's one-layer cache, the hidden
 /// states the target's and the block's caches keep (n_ctx rows of n_embd floats each) and the block's forward-pass
-/// buffers. 0 when `hp` has no MTP block.
+/// buffers (without the process's fixed overhead and tokenizer tables, which the model's plan counts once). 0 when
+/// `hp` has no MTP block.
 std::uint64_t plan_mtp_bytes(const gguf::model_files& files, const models::model_hparams& hp, const plan_inputs& in);
 
 /// The plan as JSON (sizes in bytes, plus "strategy", "assumptions").

@@ -58,30 +58,30 @@ std::pair<std::uint64_t, json::object> plan(const std::string& extra = "") {
     return {static_cast<std::uint64_t>(o.at("draft_bytes").to_number<double>()), o};
 }
 
-std::vector<std::string> run_args(std::uint64_t budget) {
-    return {SLUICE_EXE,
-            "run",
-            "-m",
-            model,
-            "-p",
-            "In the beginning God created the heaven and the earth.",
-            "-n",
-            "96",
-            "--temp",
-            "0",
-            "--ctx",
-            "512",
-            "--threads",
-            "2",
-            "--ignore-eos",
-            "--draft",
-            model,
-            "--draft-max",
-            "4",
-            "--disk-bandwidth",
-            "1",
-            "--memory-budget",
-            std::to_string(budget)};
+/// `sluice run` of 96 greedy tokens of `file` drafting as `drafting` says, within `budget`.
+std::vector<std::string> run_args(std::uint64_t budget, const std::string& file = model,
+                                  const std::vector<std::string>& drafting = {"--draft", model, "--draft-max", "4"}) {
+    std::vector<std::string> args{SLUICE_EXE,
+                                  "run",
+                                  "-m",
+                                  file,
+                                  "-p",
+                                  "In the beginning God created the heaven and the earth.",
+                                  "-n",
+                                  "96",
+                                  "--temp",
+                                  "0",
+                                  "--ctx",
+                                  "512",
+                                  "--threads",
+                                  "2",
+                                  "--ignore-eos",
+                                  "--disk-bandwidth",
+                                  "1",
+                                  "--memory-budget",
+                                  std::to_string(budget)};
+    args.insert(args.end(), drafting.begin(), drafting.end());
+    return args;
 }
 
 TEST(speculative_memory, peak_rss_stays_within_the_budget_with_a_draft_resident_or_streamed) {
@@ -119,6 +119,33 @@ TEST(speculative_memory, peak_rss_stays_within_the_budget_with_a_draft_resident_
     EXPECT_EQ(p.at("strategy"), "stream_experts");
     EXPECT_LE(p.at("planned_bytes").to_number<double>(), static_cast<double>(streamed));
     EXPECT_TRUE(p.contains("draft"));
+}
+
+// The same with the model's own MTP block (the trained tiny GLM): its experts, caches and buffers are planned inside
+// the budget, and the process stays within it whether the model is resident or streams its experts.
+TEST(speculative_memory, peak_rss_stays_within_the_budget_with_the_mtp_block_resident_or_streamed) {
+    const std::string glm = std::string(SLUICE_SOURCE_DIR) + "/models/sluice-tiny-glm.gguf";
+    const auto r = run_process(std::string(SLUICE_EXE) + " inspect --plan --memory-budget 1TiB --ctx 512 --threads 2 " +
+                               "--disk-bandwidth 1 --mtp " + shell_quote(glm));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto whole = json::parse(r.out).as_object();
+    const auto b = [&](const char* key) { return static_cast<std::uint64_t>(whole.at(key).to_number<double>()); };
+    ASSERT_GT(b("mtp_bytes"), 0u);
+    const std::uint64_t fixed = b("mtp_bytes") + b("dense_bytes") + b("kv_bytes") + b("compute_bytes") +
+                                b("checkpoint_bytes");
+    const std::uint64_t resident = fixed + b("expert_bytes");
+    const std::uint64_t streamed = fixed + b("expert_bytes") / 4; // a cache of a quarter of the experts
+    for (const std::uint64_t budget : {resident, streamed}) {
+        const auto [status, rss] = peak_rss(run_args(budget, glm, {"--mtp"}));
+        ASSERT_EQ(status, 0) << "budget " << budget;
+        EXPECT_LE(rss, budget + budget / 20) << "peak RSS " << rss << " against a budget of " << budget;
+    }
+    const auto p = run_process(std::string(SLUICE_EXE) + " inspect --plan --ctx 512 --threads 2 --disk-bandwidth 1 " +
+                               "--memory-budget " + std::to_string(streamed) + " --mtp " + shell_quote(glm));
+    ASSERT_EQ(p.status, 0) << p.err;
+    const auto plan = json::parse(p.out).as_object();
+    EXPECT_EQ(plan.at("strategy"), "stream_experts");
+    EXPECT_LE(plan.at("planned_bytes").to_number<double>(), static_cast<double>(streamed));
 }
 
 TEST(speculative_memory, a_budget_that_cannot_hold_both_is_refused_or_runs_without_the_draft) {
