@@ -230,7 +230,8 @@ struct token_stream::state {
     speculative_mode spec_mode_ = speculative_mode::off;
     std::uint32_t spec_max_ = 0;
     std::vector<std::int32_t> drafts_;
-    std::vector<std::int32_t> prefetch_tokens_; ///< a step's tokens whose experts draft-guided prefetch reads
+    std::vector<std::int32_t> prefetch_tokens_; ///< a step's tokens, whose experts are predicted (rows_)
+    std::vector<const std::int16_t*> rows_;     ///< a step's tokens' predicted experts (latest_routing_rows)
     std::vector<double> misses_;                ///< a step's positions' predicted reads (speculation::predicted_misses)
     std::int32_t shadow_draft_ = -1; ///< a plain step's unverified lookup draft, checked against its token (or -1)
     std::vector<std::int32_t> context_; ///< draft_context()'s buffer, kept to spare an allocation per step
@@ -504,15 +505,17 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
         co_return false;
     }
     const double draft_ms = ms_since(t0);
-    const auto& hp = owner().hparams();
-    auto& tokens = prefetch_tokens_;
-    tokens.assign(1, generated_.back());
-    tokens.insert(tokens.end(), drafts_.begin(), drafts_.end());
     double predicted = -1.0;
     if (cache.keeps_routing()) {
+        // The experts each of the step's tokens (the last one, then the drafts) is predicted to choose, looked up once
+        // for the positions' costs and the prefetch.
+        const auto& hp = owner().hparams();
+        auto& tokens = prefetch_tokens_;
+        tokens.assign(1, generated_.back());
+        tokens.insert(tokens.end(), drafts_.begin(), drafts_.end());
+        speculation::latest_routing_rows(cache, seq_->history_, tokens, rows_);
         // Each position's expected reads, before the prefetch below puts them in flight.
-        speculation::predicted_misses(owner().experts(), cache, seq_->history_, tokens, hp.n_layer, hp.n_expert_used,
-                                      misses_);
+        speculation::predicted_misses(owner().experts(), rows_, hp.n_layer, hp.n_expert_used, misses_);
         const auto fitted = costed ? controller.fit(misses_) : static_cast<std::uint32_t>(drafts_.size());
         if (fitted == 0) {
             if (spec_mode_ == speculative_mode::lookup) {
@@ -521,17 +524,17 @@ boost::asio::awaitable<result<bool>> token_stream::state::speculate() {
             co_return false;
         }
         drafts_.resize(fitted);
-        tokens.resize(fitted + 1);
+        rows_.resize(fitted + 1);
         predicted = 0.0;
         for (std::size_t i = 0; i <= fitted && predicted >= 0.0; ++i) {
             predicted = misses_[i] < 0.0 ? -1.0 : predicted + misses_[i];
         }
-    }
-    if (owner().options().draft_prefetch && cache.keeps_routing()) {
-        // Draft-guided prefetch: the step's tokens' likely experts start reading before the verification needs
-        // them, at most a quarter of the expert cache (more would evict what the pass itself is about to use).
-        co_await speculation::prefetch_draft_experts(owner().experts(), cache, seq_->history_, tokens, hp.n_layer,
-                                                     hp.n_expert_used, owner().plan().cache_slots / 4);
+        if (owner().options().draft_prefetch) {
+            // Draft-guided prefetch: the step's tokens' likely experts start reading before the verification needs
+            // them, at most a quarter of the expert cache (more would evict what the pass itself is about to use).
+            co_await speculation::prefetch_draft_experts(owner().experts(), rows_, hp.n_layer, hp.n_expert_used,
+                                                         owner().plan().cache_slots / 4);
+        }
     }
     const auto reads0 = expert_reads();
     const double wait0 = seq_->engine_->counters().expert_wait_s;

@@ -348,7 +348,15 @@ void predicted_misses(const experts::expert_source& source, const models::kv_cac
     }
     std::vector<const std::int16_t*> rows;
     latest_routing_rows(cache, history, tokens, rows);
-    out.assign(tokens.size(), 0.0);
+    predicted_misses(source, rows, n_layer, top_k, out);
+}
+
+void predicted_misses(const experts::expert_source& source, std::span<const std::int16_t* const> rows,
+                      std::uint32_t n_layer, std::uint32_t top_k, std::vector<double>& out) {
+    out.clear();
+    for (const auto* row : rows) {
+        out.push_back(row != nullptr ? 0.0 : -1.0); // a token not seen before has no prediction
+    }
     std::vector<std::int32_t> before; // the experts of the layer that earlier tokens of the step named
     std::vector<std::int32_t> fresh;
     for (std::uint32_t il = 0; il < n_layer; ++il) {
@@ -370,11 +378,6 @@ void predicted_misses(const experts::expert_source& source, const models::kv_cac
             before.insert(before.end(), fresh.begin(), fresh.end());
         }
     }
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (rows[i] == nullptr) {
-            out[i] = -1.0;
-        }
-    }
 }
 
 boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
@@ -387,8 +390,15 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
     }
     std::vector<const std::int16_t*> rows;
     latest_routing_rows(cache, history, tokens, rows);
-    std::erase(rows, nullptr);
-    if (rows.empty()) {
+    co_return co_await prefetch_draft_experts(source, rows, n_layer, top_k, limit);
+}
+
+boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
+                                                           std::span<const std::int16_t* const> rows,
+                                                           std::uint32_t n_layer, std::uint32_t top_k,
+                                                           std::size_t limit) {
+    const bool any = std::any_of(rows.begin(), rows.end(), [](const std::int16_t* row) { return row != nullptr; });
+    if (limit == 0 || !any || !source.wants_prediction()) {
         co_return 0;
     }
     // No attach: the reads queue and start with the verification's own attach, right after this (attaching here
@@ -401,7 +411,9 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
     for (std::uint32_t il = 0; il < n_layer && asked < limit; ++il) {
         ids.clear();
         for (const auto* row : rows) {
-            add_layer_experts(row, il, top_k, ids);
+            if (row != nullptr) { // a token not seen before predicts nothing
+                add_layer_experts(row, il, top_k, ids);
+            }
         }
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

@@ -199,6 +199,10 @@ void latest_routing_rows(const models::kv_cache& cache, std::span<const std::int
 void predicted_misses(const experts::expert_source& source, const models::kv_cache& cache,
                       std::span<const std::int32_t> history, std::span<const std::int32_t> tokens,
                       std::uint32_t n_layer, std::uint32_t top_k, std::vector<double>& out);
+/// The same from the tokens' predictions already looked up (latest_routing_rows of a cache that keeps routing): a
+/// step that also prefetches looks them up once.
+void predicted_misses(const experts::expert_source& source, std::span<const std::int16_t* const> rows,
+                      std::uint32_t n_layer, std::uint32_t top_k, std::vector<double>& out);
 
 /// Draft-guided expert prefetch (streamed experts): before a verification, asks `source` to read the experts each
 /// MoE layer is predicted to choose for the step's tokens (`tokens`: the last token and the drafts; predictions as
@@ -210,6 +214,11 @@ boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_sourc
                                                            std::span<const std::int32_t> history,
                                                            std::span<const std::int32_t> tokens, std::uint32_t n_layer,
                                                            std::uint32_t top_k, std::size_t limit);
+/// The same from the tokens' predictions already looked up (latest_routing_rows; null entries predict nothing).
+boost::asio::awaitable<std::size_t> prefetch_draft_experts(experts::expert_source& source,
+                                                           std::span<const std::int16_t* const> rows,
+                                                           std::uint32_t n_layer, std::uint32_t top_k,
+                                                           std::size_t limit);
 
 /// One drafted token's verdict, or the token that replaced it.
 struct verified_token {

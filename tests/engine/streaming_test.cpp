@@ -164,6 +164,12 @@ struct resident_reference {
         }
     }
 
+    /// Routed experts over every MoE layer.
+    [[nodiscard]] std::uint64_t routed_experts() const {
+        const auto& hp = resident->hparams();
+        return std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
+    }
+
     /// `m` computes the same logits and generations.
     void expect_same(const std::shared_ptr<model>& m, std::span<const std::int32_t> tokens) const {
         EXPECT_EQ(*evaluate(m, tokens, false), batched);
@@ -234,7 +240,7 @@ TEST_P(every_moe_arch, prefetch_two_layers_ahead_keeps_the_output_and_counts_its
     const resident_reference ref(path, tokens);
     ASSERT_FALSE(ref.batched.empty() || ref.single.empty());
     const auto& hp = ref.resident->hparams();
-    const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
+    const std::uint64_t total = ref.routed_experts();
     for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2}) {
         SCOPED_TRACE("slots " + std::to_string(slots));
         for (const std::uint32_t depth : {1u, 2u}) {
@@ -273,7 +279,7 @@ TEST_P(every_moe_arch, priority_read_order_keeps_the_output_and_counts_what_it_h
     const resident_reference ref(path, tokens);
     ASSERT_FALSE(ref.batched.empty() || ref.single.empty());
     const auto& hp = ref.resident->hparams();
-    const std::uint64_t total = std::uint64_t{hp.n_expert} * (hp.n_layer - hp.routing.leading_dense);
+    const std::uint64_t total = ref.routed_experts();
     std::uint64_t deferred = 0;
     for (const std::uint64_t slots : {std::uint64_t{2} * hp.n_expert_used, total / 2}) {
         for (const std::uint32_t depth : {1u, 2u}) {
